@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The GPU lane: build on the GPU machine with the gpu preset and run the tests labelled
+# `gpu` with CUJIT_REQUIRE_GPU=1, so a missing device fails instead of skipping; then the
+# CPU tests too, as a second distribution check. Logs and JUnit XML go to $OUT (or
+# cujit-out/gpu).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="${CUDAToolkit_ROOT:-/usr/local/cuda}/bin:$PATH"
+out=${OUT:-cujit-out/gpu}
+mkdir -p "$out"
+jobs=$(nproc 2>/dev/null || echo 8)
+
+{
+  nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv || true
+  cmake --version | head -1
+  nvcc --version | tail -1
+} 2>&1 | tee "$out/machine.txt"
+
+cmake --preset gpu > "$out/configure.log" 2>&1 || { cat "$out/configure.log"; exit 2; }
+cmake --build --preset gpu -j"$jobs" > "$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 2; }
+
+ctest --preset gpu -j4 --output-junit "$(pwd)/$out/gpu-junit.xml" > "$out/gpu-tests.log" 2>&1
+gpu_status=$?
+ctest --test-dir build/gpu -L cpu -j"$jobs" --output-on-failure > "$out/cpu-tests.log" 2>&1
+cpu_status=$?
+
+echo "== gpu label"; grep -E "tests passed|Total Test time|\(Failed\)|\(Skipped\)" "$out/gpu-tests.log"
+echo "== cpu label"; grep -E "tests passed|Total Test time|\(Failed\)" "$out/cpu-tests.log"
+[ "$gpu_status" -eq 0 ] && [ "$cpu_status" -eq 0 ]

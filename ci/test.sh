@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Configure, build and run every conformance test on this machine. Without a GPU the tests
+# labelled `gpu` skip with their reason and are counted as skipped, never as passed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="${CUDAToolkit_ROOT:-/usr/local/cuda}/bin:$PATH"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+cmake --preset default
+cmake --build --preset default -j"$jobs"
+
+log=build/default/ctest.log
+set +e
+ctest --preset default -j"$jobs" --output-junit ctest-junit.xml 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+
+skipped=$(grep -c '(Skipped)' "$log" || true)
+gpu_total=$(ctest --test-dir build/default -N -L gpu | sed -n 's/^Total Tests: //p')
+echo "cujit: GPU tests skipped on this machine: ${skipped} of ${gpu_total} (label gpu)"
+exit "$status"

@@ -1,0 +1,14 @@
+# Warnings live on an INTERFACE target that project targets link privately, so
+# consumers of libcujit and third-party code never inherit them.
+add_library(cujit_warnings INTERFACE)
+target_compile_options(cujit_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+  -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual
+  $<$<BOOL:${CUJIT_WARNINGS_AS_ERRORS}>:-Werror>)
+
+add_library(cujit_sanitizers INTERFACE)
+if(CUJIT_SANITIZE)
+  target_compile_options(cujit_sanitizers INTERFACE
+    -fsanitize=${CUJIT_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(cujit_sanitizers INTERFACE -fsanitize=${CUJIT_SANITIZE})
+endif()

@@ -1,0 +1,45 @@
+#include <gtest/gtest.h>
+
+#include "cujit/arch.hpp"
+#include "support/fixtures.hpp"
+
+namespace cujit {
+namespace {
+
+TEST(ArchParse, AcceptsEverySpelling) {
+  EXPECT_EQ(Arch::parse("sm_90"), Arch(9, 0));
+  EXPECT_EQ(Arch::parse("sm_90a"), Arch(9, 0, 'a'));
+  EXPECT_EQ(Arch::parse("compute_80"), Arch(8, 0));
+  EXPECT_EQ(Arch::parse("lto_90"), Arch(9, 0));
+  EXPECT_EQ(Arch::parse("90"), Arch(9, 0));
+  EXPECT_EQ(Arch::parse("8.6"), Arch(8, 6));
+  EXPECT_EQ(Arch::parse("sm_100f"), Arch(10, 0, 'f'));
+  EXPECT_EQ(Arch::parse("sm_120"), Arch(12, 0));
+}
+
+TEST(ArchParse, RendersBothSpellings) {
+  EXPECT_EQ(Arch(9, 0, 'a').sm(), "sm_90a");
+  EXPECT_EQ(Arch(9, 0, 'a').compute(), "compute_90a");
+  EXPECT_EQ(Arch(10, 0).sm(), "sm_100");
+  EXPECT_EQ(Arch().sm(), "sm_90");
+  EXPECT_EQ(Arch(8, 6).number(), 86);
+}
+
+TEST(ArchParse, RejectsGarbageNamingIt) {
+  for (const char* text : {"", "sm_", "sm_9", "sm_x0", "banana", "sm_90b", "9.", "sm_90 "}) {
+    CUJIT_EXPECT_ERROR(Arch::parse(text), ErrorKind::usage, error,
+                       EXPECT_NE(std::string(error.what()).find(std::string("'") + text + "'"),
+                                 std::string::npos)
+                           << error.what(););
+  }
+}
+
+TEST(GpuArch, ReadsTheDevice) {
+  CUJIT_REQUIRE_DEVICE();
+  const Arch arch = Arch::of_device(0);
+  EXPECT_GE(arch.major(), 7);
+  EXPECT_EQ(arch.suffix(), '\0');
+}
+
+}  // namespace
+}  // namespace cujit

@@ -1,0 +1,77 @@
+// Backend choice and per-backend capabilities: pure functions, no GPU.
+#include <gtest/gtest.h>
+
+#include "cujit/linker.hpp"
+#include "support/fixtures.hpp"
+#include "support/linking.hpp"
+
+namespace cujit {
+namespace {
+
+TEST(BackendChoice, ExplicitRequestWins) {
+  EXPECT_EQ(choose_backend(LinkerBackend::driver, "nvjitlink"), LinkerBackend::driver);
+  EXPECT_EQ(choose_backend(LinkerBackend::nvjitlink, "driver"), LinkerBackend::nvjitlink);
+}
+
+TEST(BackendChoice, EnvironmentThenDefault) {
+  EXPECT_EQ(choose_backend(std::nullopt, "driver"), LinkerBackend::driver);
+  EXPECT_EQ(choose_backend(std::nullopt, "nvjitlink"), LinkerBackend::nvjitlink);
+  EXPECT_EQ(choose_backend(std::nullopt, ""), LinkerBackend::nvjitlink);
+}
+
+TEST(BackendChoice, UnknownEnvironmentValueIsAUsageError) {
+  CUJIT_EXPECT_ERROR(choose_backend(std::nullopt, "gold"), ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("CUJIT_LINKER='gold'"),
+                               std::string::npos););
+}
+
+TEST(BackendCapabilities, DriverTakesEverythingButLtoIr) {
+  for (Format format : all_formats) {
+    EXPECT_TRUE(backend_accepts(LinkerBackend::nvjitlink, format)) << to_string(format);
+    EXPECT_EQ(backend_accepts(LinkerBackend::driver, format), format != Format::ltoir)
+        << to_string(format);
+  }
+}
+
+TEST(BackendCapabilities, CudaSourceCompilesToLtoIrOnlyWhereItCanBeLinked) {
+  EXPECT_EQ(cu_compile_target(LinkerBackend::nvjitlink, true), CompileTarget::ltoir);
+  EXPECT_EQ(cu_compile_target(LinkerBackend::nvjitlink, false), CompileTarget::ptx);
+  EXPECT_EQ(cu_compile_target(LinkerBackend::driver, true), CompileTarget::ptx);
+  EXPECT_EQ(cu_compile_target(LinkerBackend::driver, false), CompileTarget::ptx);
+}
+
+TEST(LinkerInputs, CudaSourceIsCompiledWhenAddedAndKeepsItsNrtFlag) {
+  Linker linker(test::link_options(LinkerBackend::nvjitlink, true));
+  linker.add(LinkableCode::from_path(test::scenario_path("fixtures/scale_kernel.cu")).set_nrt(true));
+  ASSERT_EQ(linker.inputs().size(), 1u);
+  EXPECT_EQ(linker.inputs()[0].format(), Format::ltoir);
+  EXPECT_TRUE(linker.inputs()[0].nrt());
+}
+
+TEST(LinkerInputs, LtoWithoutLtoIrStillLinks) {
+  // nvJitLink alone fails such a link with NVVM_ERROR_NO_MODULE_IN_PROGRAM.
+  Linker linker(test::link_options(LinkerBackend::nvjitlink, true));
+  linker.add_file(test::fixture_path("scale_kernel.ptx"));
+  EXPECT_EQ(detect_format(linker.link().cubin), Format::cubin);
+}
+
+TEST(LinkerInputs, IdenticalInputsAreLinkedOnce) {
+  Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
+  linker.add_file(test::fixture_path("scale_kernel.ptx"));
+  linker.add_file(test::fixture_path("scale_kernel.ptx"));
+  const LinkResult result = linker.link();
+  ASSERT_EQ(result.dropped_duplicates.size(), 1u);
+  EXPECT_NE(result.dropped_duplicates[0].find("scale_kernel.ptx"), std::string::npos);
+}
+
+TEST(LinkerInputs, NothingToLinkIsAUsageError) {
+  Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
+  CUJIT_EXPECT_ERROR(linker.link(), ErrorKind::usage, error, (void)error;);
+}
+
+TEST(LinkerInputs, ReportsTheNvJitLinkVersion) {
+  EXPECT_NE(nvjitlink_version(), "unknown");
+}
+
+}  // namespace
+}  // namespace cujit

@@ -1,0 +1,109 @@
+// Module and Kernel on a GPU: loading, parameter info, checked launches, lifetime; and the
+// device probe everywhere.
+#include <gtest/gtest.h>
+
+#include "cujit/linker.hpp"
+#include "cujit/module.hpp"
+#include "support/fixtures.hpp"
+#include "support/linking.hpp"
+
+namespace cujit {
+namespace {
+
+Bytes scale_cubin() {
+  Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
+  linker.add_file(test::fixture_path("scale_kernel.ptx"));
+  return linker.link().cubin;
+}
+
+TEST(DeviceProbe, AnswersWithoutThrowing) {
+  const bool present = has_device();
+  EXPECT_EQ(no_device_reason().empty(), present) << no_device_reason();
+}
+
+TEST(DeviceProbe, DriverCallsWithoutADeviceAreCudaErrors) {
+  if (has_device()) GTEST_SKIP() << "a CUDA device is present; this checks the no-device path";
+  CUJIT_EXPECT_ERROR(DeviceBuffer(16), ErrorKind::cuda, error,
+                     EXPECT_NE(std::string(error.what()).find("no usable CUDA driver"),
+                               std::string::npos););
+  Linker linker(test::link_options(LinkerBackend::driver, false));
+  linker.add_file(test::fixture_path("scale_kernel.ptx"));
+  CUJIT_EXPECT_ERROR(linker.link(), ErrorKind::cuda, error, (void)error;);
+}
+
+TEST(GpuModule, ReadsParameterInfo) {
+  CUJIT_REQUIRE_DEVICE();
+  auto module = Module::load(scale_cubin(), "scale_kernel");
+  const Kernel kernel = module->kernel("scale_kernel");
+  ASSERT_EQ(kernel.params().size(), 2u);
+  EXPECT_EQ(kernel.params()[0].size, sizeof(void*));
+  EXPECT_EQ(kernel.params()[1].size, sizeof(int));
+  EXPECT_EQ(kernel.params()[1].offset, 8u);
+}
+
+TEST(GpuModule, LaunchChecksArgumentCountAndSizes) {
+  CUJIT_REQUIRE_DEVICE();
+  auto module = Module::load(scale_cubin(), "scale_kernel");
+  const Kernel kernel = module->kernel("scale_kernel");
+  DeviceBuffer out(32 * sizeof(int));
+  LaunchConfig config;
+  config.block.x = 32;
+  CUJIT_EXPECT_ERROR(kernel(config, out.ptr()), ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("takes 2 parameter(s) but 1"),
+                               std::string::npos)
+                         << error.what(););
+  const double wrong_size = 1.0;
+  CUJIT_EXPECT_ERROR(kernel(config, out.ptr(), wrong_size), ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("parameter 1 is 4 bytes"),
+                               std::string::npos)
+                         << error.what(););
+  kernel(config, out.ptr(), 5);
+  EXPECT_EQ(out.to_vector<int>(32)[31], 15 + 31);
+}
+
+TEST(GpuModule, KernelKeepsItsModuleAlive) {
+  CUJIT_REQUIRE_DEVICE();
+  std::optional<Kernel> kernel;
+  {
+    auto module = Module::load(scale_cubin(), "scale_kernel");
+    kernel.emplace(module->kernel("scale_kernel"));
+  }
+  DeviceBuffer out(sizeof(int));
+  LaunchConfig config;
+  (*kernel)(config, out.ptr(), 2);
+  EXPECT_EQ(out.to_vector<int>(1)[0], 6);
+}
+
+TEST(GpuModule, MissingKernelNamesWhatIsThere) {
+  CUJIT_REQUIRE_DEVICE();
+  auto module = Module::load(scale_cubin(), "scale_kernel");
+  CUJIT_EXPECT_ERROR((void)module->kernel("no_such_kernel"), ErrorKind::cuda, error,
+                     const std::string what = error.what();
+                     EXPECT_NE(what.find("no_such_kernel"), std::string::npos) << what;
+                     EXPECT_NE(what.find("scale_kernel"), std::string::npos) << what;);
+}
+
+TEST(GpuModule, LoadingGarbageIsACudaErrorWithTheName) {
+  CUJIT_REQUIRE_DEVICE();
+  CUJIT_EXPECT_ERROR((void)Module::load(Bytes(64, '\x01'), "garbage.cubin"), ErrorKind::cuda,
+                     error,
+                     EXPECT_NE(std::string(error.what()).find("garbage.cubin"),
+                               std::string::npos););
+}
+
+TEST(GpuModule, StreamLaunch) {
+  CUJIT_REQUIRE_DEVICE();
+  auto module = Module::load(scale_cubin(), "scale_kernel");
+  const Kernel kernel = module->kernel("scale_kernel");
+  Stream stream;
+  DeviceBuffer out(8 * sizeof(int));
+  LaunchConfig config;
+  config.block.x = 8;
+  config.stream = stream.handle();
+  kernel(config, out.ptr(), 1);
+  stream.synchronize();
+  EXPECT_EQ(out.to_vector<int>(8)[7], 3 + 7);
+}
+
+}  // namespace
+}  // namespace cujit

@@ -1,0 +1,71 @@
+#pragma once
+// Typed errors. Every cujit failure is an Error whose kind callers can match on and whose
+// message names the input(s), the component (backend or API call) and carries the log.
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cujit {
+
+enum class ErrorKind {
+  compile,      // NVRTC rejected a source
+  link,         // a linker backend rejected the inputs (unresolved, duplicate, bad arch...)
+  format,       // bytes are not what their format or extension claims
+  unsupported,  // a valid request this backend / build cannot do
+  cuda,         // a Driver API call failed
+  nrt,          // device runtime policy or linking
+  cache,        // build cache
+  usage,        // the caller broke an API contract (wrong argument count, bad option)
+  io,           // a file could not be read or written
+};
+
+std::string_view to_string(ErrorKind kind) noexcept;
+
+class Error : public std::runtime_error {
+ public:
+  // component: who failed, e.g. "nvJitLink (nvJitLinkComplete)" or "LinkableCode::from_path".
+  Error(ErrorKind kind, std::string component, std::string message, std::string log = {});
+
+  ErrorKind kind() const noexcept { return kind_; }
+  const std::string& component() const noexcept { return component_; }
+  // The message without kind, component and log.
+  const std::string& message() const noexcept { return message_; }
+  // NVRTC / nvJitLink / driver log, empty when the failing call has none.
+  const std::string& log() const noexcept { return log_; }
+
+ private:
+  ErrorKind kind_;
+  std::string component_;
+  std::string message_;
+  std::string log_;
+};
+
+// A link failure with the symbols the log named, so callers (and the NRT policy) can act
+// on them without parsing text.
+class LinkError : public Error {
+ public:
+  LinkError(std::string component, std::string message, std::string log,
+            std::vector<std::string> unresolved_symbols,
+            std::vector<std::string> duplicate_symbols);
+
+  const std::vector<std::string>& unresolved_symbols() const noexcept { return unresolved_; }
+  const std::vector<std::string>& duplicate_symbols() const noexcept { return duplicates_; }
+
+ private:
+  std::vector<std::string> unresolved_;
+  std::vector<std::string> duplicates_;
+};
+
+// A failed Driver API call, with its CUresult.
+class CudaError : public Error {
+ public:
+  CudaError(std::string api_call, int result, std::string message, std::string log = {});
+  int result() const noexcept { return result_; }
+
+ private:
+  int result_;
+};
+
+}  // namespace cujit

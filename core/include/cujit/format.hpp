@@ -1,0 +1,66 @@
+#pragma once
+// The linkable formats and the one table that maps each to the linker input types and
+// file extensions.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace cujit {
+
+enum class Format { ptx, cu, ltoir, cubin, fatbin, object, archive };
+
+inline constexpr Format all_formats[] = {Format::ptx,   Format::cu,     Format::ltoir,
+                                         Format::cubin, Format::fatbin, Format::object,
+                                         Format::archive};
+
+struct FormatTraits {
+  Format format;
+  std::string_view name;
+  // nvJitLinkInputType, or -1 where nvJitLink takes no such input (cu is compiled first).
+  int nvjitlink_input;
+  // CUjitInputType, or -1 where the Driver API linker takes no such input.
+  int driver_input;
+  // Extensions with the dot; the first is the canonical one.
+  std::span<const std::string_view> extensions;
+};
+
+const FormatTraits& traits(Format format) noexcept;
+std::string_view to_string(Format format) noexcept;
+// "ptx" -> Format::ptx; nullopt for an unknown name.
+std::optional<Format> parse_format(std::string_view name) noexcept;
+// ".cubin" -> Format::cubin (case-sensitive, with the dot); nullopt for an unknown one.
+std::optional<Format> format_from_extension(std::string_view extension) noexcept;
+// "'.ptx', '.cu', ..." for error messages.
+std::string known_extensions();
+
+// What the bytes look like, from magic numbers and text markers; nullopt when nothing fits.
+// Text that is not PTX is reported as Format::cu.
+std::optional<Format> detect_format(std::string_view bytes) noexcept;
+
+// Empty when the bytes are a structurally sound instance of format; otherwise why not
+// (truncated header, section table past the end, host object without device code...).
+std::string integrity_problem(Format format, std::string_view bytes);
+
+// What kinds of device code the fatbins in `bytes` hold: a fatbin itself, or a host object
+// or archive with fatbins embedded. Found by walking each fatbin's entry headers, which stay
+// uncompressed even when the payloads are compressed.
+struct DeviceCodeKinds {
+  bool ptx = false;
+  bool sass = false;
+  bool ltoir = false;
+};
+DeviceCodeKinds embedded_code_kinds(std::string_view bytes) noexcept;
+
+// True when linking this input needs LTO: LTO-IR itself, or a container whose only code
+// is LTO-IR.
+bool needs_lto(Format format, std::string_view bytes) noexcept;
+// The SM number a cubin's SASS was built for (90 for sm_90 and sm_90a), read from the ELF
+// header; nullopt when the bytes are no cubin or use an ELF ABI cujit does not know.
+std::optional<int> cubin_sm_number(std::string_view bytes) noexcept;
+
+// True when this input holds any LTO-IR.
+bool carries_ltoir(Format format, std::string_view bytes) noexcept;
+
+}  // namespace cujit

@@ -1,0 +1,97 @@
+#pragma once
+// Linker: one interface, two backends (nvJitLink and the Driver API linker) that share all
+// logic except the API calls. Inputs are validated when added and linked in link(); the
+// info and error logs are read before any status is checked and travel in the result or
+// the error.
+
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cujit/arch.hpp"
+#include "cujit/linkable_code.hpp"
+#include "cujit/program.hpp"
+
+namespace cujit {
+
+enum class LinkerBackend { nvjitlink, driver };
+
+std::string_view to_string(LinkerBackend backend) noexcept;
+std::optional<LinkerBackend> parse_linker_backend(std::string_view name) noexcept;
+
+struct LinkOptions {
+  Arch arch;
+  // Link-time optimisation over the LTO-IR inputs. nvJitLink only; with no LTO-IR among
+  // the inputs it is a no-op rather than nvJitLink's NO_MODULE_IN_PROGRAM failure.
+  bool lto = false;
+  // nullopt: choose_backend() decides.
+  std::optional<LinkerBackend> backend;
+  // Used for `cu` inputs, which are compiled with NVRTC before linking (arch and target
+  // are set by the linker).
+  std::vector<std::string> include_paths;
+  std::vector<std::string> compile_options;
+  // Extra nvJitLink options, verbatim (e.g. "-g", "-O0"); ignored by the driver backend.
+  std::vector<std::string> nvjitlink_options;
+};
+
+// Pure: the backend for a link. An explicit request wins; then the CUJIT_LINKER
+// environment value ("nvjitlink" / "driver", passed in so this stays pure); otherwise
+// nvJitLink, the only backend that takes every format and needs no GPU.
+// Throws Error(usage) for an unknown environment value.
+LinkerBackend choose_backend(std::optional<LinkerBackend> requested,
+                             std::string_view environment_value);
+
+// Pure: whether `backend` accepts `format` directly (cu is accepted by both: compiled first).
+bool backend_accepts(LinkerBackend backend, Format format) noexcept;
+
+// What a `cu` input is compiled to before it is linked with these options on this backend:
+// LTO-IR when LTO is on and the backend takes LTO-IR, otherwise PTX.
+CompileTarget cu_compile_target(LinkerBackend backend, bool lto) noexcept;
+
+struct LinkResult {
+  Bytes cubin;
+  std::string info_log;
+  LinkerBackend backend;
+  // Inputs that were dropped because an identical input (same format and bytes) came first.
+  std::vector<std::string> dropped_duplicates;
+};
+
+class Linker {
+ public:
+  explicit Linker(LinkOptions options);
+  ~Linker();
+  Linker(Linker&&) noexcept;
+  Linker& operator=(Linker&&) noexcept;
+  Linker(const Linker&) = delete;
+  Linker& operator=(const Linker&) = delete;
+
+  // Adds an input. `cu` is compiled here (errors surface now, with the NVRTC log); LTO-IR
+  // into a backend or mode that cannot take it is Error(unsupported) naming the input.
+  Linker& add(LinkableCode code);
+  // In-memory bytes of a given format, checked like LinkableCode::from_bytes.
+  Linker& add_data(Format format, Bytes bytes, std::string name);
+  // A file, format from its extension and content.
+  Linker& add_file(const std::filesystem::path& path);
+
+  // Links everything added so far into a cubin. Throws LinkError with both logs, the
+  // inputs, the backend and the API call on failure. The linker can link again.
+  LinkResult link() const;
+
+  LinkerBackend backend() const noexcept { return backend_; }
+  const LinkOptions& options() const noexcept { return options_; }
+  const std::vector<LinkableCode>& inputs() const noexcept { return inputs_; }
+
+ private:
+  void check_cubin_arch(const LinkableCode& code, const std::string& component) const;
+
+  LinkOptions options_;
+  LinkerBackend backend_;
+  std::vector<LinkableCode> inputs_;
+};
+
+// "13.0" etc.
+std::string nvjitlink_version();
+
+}  // namespace cujit

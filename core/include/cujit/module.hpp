@@ -1,0 +1,98 @@
+#pragma once
+// Module and Kernel: RAII over CUmodule / CUfunction. A Kernel holds its Module alive;
+// its parameter layout comes from cuFuncGetParamInfo, so launches are checked (count and
+// size of every argument) before they reach the driver.
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cujit/device.hpp"
+#include "cujit/linkable_code.hpp"
+
+namespace cujit {
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  unsigned shared_bytes = 0;
+  StreamHandle stream = nullptr;  // nullptr: the legacy default stream
+};
+
+// One kernel argument: where its value lives and how many bytes it has.
+struct KernelArg {
+  const void* value;
+  std::size_t size;
+};
+
+template <class T>
+KernelArg arg(const T& value) noexcept {
+  return KernelArg{&value, sizeof(T)};
+}
+
+struct ParamInfo {
+  std::size_t offset;
+  std::size_t size;
+};
+
+class Kernel;
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  // Loads a cubin (or any image cuModuleLoadDataEx takes); the JIT logs go into the error.
+  // `name` is used in messages.
+  static std::shared_ptr<Module> load(const Bytes& image, std::string name);
+
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // Throws Error(cuda) naming the kernel and the module when it is not there.
+  Kernel kernel(const std::string& name) const;
+  const std::string& name() const noexcept { return name_; }
+  void* handle() const noexcept { return handle_; }
+
+ private:
+  Module(void* handle, std::string name) : handle_(handle), name_(std::move(name)) {}
+  void* handle_;
+  std::string name_;
+};
+
+class Kernel {
+ public:
+  const std::string& name() const noexcept { return name_; }
+  const std::vector<ParamInfo>& params() const noexcept { return params_; }
+  void* handle() const noexcept { return function_; }
+  const std::shared_ptr<const Module>& module() const noexcept { return module_; }
+
+  // Throws Error(usage) naming the kernel and parameter when count or a size differs.
+  void check_args(std::span<const KernelArg> args) const;
+  void launch(const LaunchConfig& config, std::span<const KernelArg> args) const;
+
+  template <class... Args>
+  void operator()(const LaunchConfig& config, const Args&... args) const {
+    const std::array<KernelArg, sizeof...(Args)> packed{arg(args)...};
+    launch(config, packed);
+  }
+
+ private:
+  friend class Module;
+  Kernel(std::shared_ptr<const Module> module, void* function, std::string name,
+         std::vector<ParamInfo> params)
+      : module_(std::move(module)), function_(function), name_(std::move(name)),
+        params_(std::move(params)) {}
+
+  std::shared_ptr<const Module> module_;
+  void* function_;
+  std::string name_;
+  std::vector<ParamInfo> params_;
+};
+
+}  // namespace cujit

@@ -1,0 +1,68 @@
+#pragma once
+// Program: NVRTC compilation of CUDA C++ to PTX, LTO-IR or cubin. The log is kept on
+// success and failure; lowered names are returned for every name expression.
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cujit/arch.hpp"
+#include "cujit/linkable_code.hpp"
+
+namespace cujit {
+
+enum class CompileTarget { ptx, ltoir, cubin };
+
+std::string_view to_string(CompileTarget target) noexcept;
+
+struct Header {
+  std::string name;     // as written in #include "..."
+  std::string content;
+};
+
+struct CompileOptions {
+  Arch arch;
+  CompileTarget target = CompileTarget::ptx;
+  // Separate compilation (-rdc=true): needed whenever the code calls or exports device
+  // functions across inputs, which is what linking is for; on by default.
+  bool relocatable = true;
+  std::vector<std::string> include_paths;
+  std::vector<Header> headers;
+  std::vector<std::string> name_expressions;
+  // Extra NVRTC options, passed through verbatim after cujit's own.
+  std::vector<std::string> options;
+};
+
+struct CompileResult {
+  LinkableCode code;
+  std::string log;
+  // name expression -> lowered (mangled) name
+  std::map<std::string, std::string> lowered_names;
+  // The NVRTC options used, for diagnostics and cache keys.
+  std::vector<std::string> options;
+};
+
+class Program {
+ public:
+  Program(std::string source, std::string name)
+      : source_(std::move(source)), name_(std::move(name)) {}
+
+  // Throws Error(compile) with the NVRTC log when the source does not compile.
+  CompileResult compile(const CompileOptions& options) const;
+
+  const std::string& source() const noexcept { return source_; }
+  const std::string& name() const noexcept { return name_; }
+
+ private:
+  std::string source_;
+  std::string name_;
+};
+
+// The NVRTC option list compile() uses for these options (pure; tested without a GPU).
+std::vector<std::string> nvrtc_options(const CompileOptions& options);
+
+// "13.0" etc.
+std::string nvrtc_version();
+
+}  // namespace cujit

@@ -1,0 +1,221 @@
+#include "cujit/linker.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <regex>
+#include <set>
+
+#include "cujit/error.hpp"
+#include "detail/link_session.hpp"
+
+namespace cujit {
+namespace {
+
+std::string describe_input(const LinkableCode& code) {
+  return "'" + code.name() + "' (" + std::string(to_string(code.format())) + ")";
+}
+
+std::string describe_inputs(const std::vector<const LinkableCode*>& inputs) {
+  std::string out;
+  for (const LinkableCode* code : inputs) {
+    if (!out.empty()) out += ", ";
+    out += describe_input(*code);
+  }
+  return out.empty() ? std::string("no inputs") : out;
+}
+
+// Symbols named by a log line matching `pattern` (first capture group), each once.
+std::vector<std::string> symbols_matching(const std::string& log, const std::regex& pattern) {
+  std::set<std::string> found;
+  for (std::sregex_iterator it(log.begin(), log.end(), pattern), end; it != end; ++it) {
+    found.insert((*it)[1].str());
+  }
+  return {found.begin(), found.end()};
+}
+
+std::vector<std::string> unresolved_symbols(const std::string& log) {
+  // nvJitLink: "Undefined reference to 'f' in 'x.ptx'"; ptxas (LTO, driver):
+  // "Unresolved extern function 'f'".
+  static const std::regex pattern(
+      R"((?:Undefined reference to|Unresolved extern (?:function|variable)) '([^']+)')");
+  return symbols_matching(log, pattern);
+}
+
+std::vector<std::string> duplicate_symbols(const std::string& log) {
+  static const std::regex pattern(
+      R"((?:Multiple definition of|Linking globals named) '([^']+)')");
+  return symbols_matching(log, pattern);
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+[[noreturn]] void throw_link_error(const detail::LinkSession& session,
+                                   const detail::StepStatus& step, const std::string& what,
+                                   const std::string& error_log, const std::string& info_log) {
+  std::vector<std::string> unresolved = unresolved_symbols(error_log);
+  std::vector<std::string> duplicates = duplicate_symbols(error_log);
+  std::string message = what + " failed: " + step.status;
+  if (!unresolved.empty()) message += "; unresolved symbol(s): " + join(unresolved);
+  if (!duplicates.empty()) message += "; symbol(s) defined more than once: " + join(duplicates);
+  std::string log = error_log;
+  if (!info_log.empty()) log += (log.empty() ? "" : "\n") + std::string("info log:\n") + info_log;
+  throw LinkError(session.backend_name() + " (" + step.api_call + ")", std::move(message),
+                  std::move(log), std::move(unresolved), std::move(duplicates));
+}
+
+std::unique_ptr<detail::LinkSession> open_session(LinkerBackend backend,
+                                                  const LinkOptions& options, bool lto) {
+  if (backend == LinkerBackend::driver) return detail::open_driver_session(options.arch);
+  return detail::open_nvjitlink_session(options.arch, lto, options.nvjitlink_options);
+}
+
+}  // namespace
+
+std::string_view to_string(LinkerBackend backend) noexcept {
+  return backend == LinkerBackend::driver ? "driver" : "nvjitlink";
+}
+
+std::optional<LinkerBackend> parse_linker_backend(std::string_view name) noexcept {
+  if (name == "nvjitlink") return LinkerBackend::nvjitlink;
+  if (name == "driver") return LinkerBackend::driver;
+  return std::nullopt;
+}
+
+LinkerBackend choose_backend(std::optional<LinkerBackend> requested,
+                             std::string_view environment_value) {
+  if (requested) return *requested;
+  if (environment_value.empty()) return LinkerBackend::nvjitlink;
+  if (const auto parsed = parse_linker_backend(environment_value)) return *parsed;
+  throw Error(ErrorKind::usage, "choose_backend",
+              "CUJIT_LINKER='" + std::string(environment_value) +
+                  "' is not a linker backend; expected 'nvjitlink' or 'driver'");
+}
+
+bool backend_accepts(LinkerBackend backend, Format format) noexcept {
+  if (format == Format::cu) return true;
+  return backend == LinkerBackend::driver ? traits(format).driver_input >= 0
+                                          : traits(format).nvjitlink_input >= 0;
+}
+
+CompileTarget cu_compile_target(LinkerBackend backend, bool lto) noexcept {
+  return lto && backend_accepts(backend, Format::ltoir) ? CompileTarget::ltoir
+                                                        : CompileTarget::ptx;
+}
+
+namespace {
+const char* environment_backend() {
+  const char* value = std::getenv("CUJIT_LINKER");
+  return value != nullptr ? value : "";
+}
+}  // namespace
+
+Linker::Linker(LinkOptions options)
+    : options_(std::move(options)),
+      backend_(choose_backend(options_.backend, environment_backend())) {}
+
+Linker::~Linker() = default;
+Linker::Linker(Linker&&) noexcept = default;
+Linker& Linker::operator=(Linker&&) noexcept = default;
+
+// SASS runs on its own major architecture at the same or a higher minor version only;
+// nvJitLink says just "bad input" for anything else.
+void Linker::check_cubin_arch(const LinkableCode& code, const std::string& component) const {
+  const auto sm = cubin_sm_number(code.bytes());
+  if (!sm) return;
+  const Arch& target = options_.arch;
+  if (*sm / 10 == target.major() && *sm % 10 <= target.minor()) return;
+  throw Error(ErrorKind::link, component,
+              describe_input(code) + " holds SASS for sm_" + std::to_string(*sm) +
+                  ", which cannot run on " + target.sm() +
+                  "; rebuild it for that architecture or link PTX / LTO-IR instead");
+}
+
+Linker& Linker::add(LinkableCode code) {
+  if (code.format() == Format::cu) {
+    CompileOptions compile;
+    compile.arch = options_.arch;
+    compile.target = cu_compile_target(backend_, options_.lto);
+    compile.include_paths = options_.include_paths;
+    compile.options = options_.compile_options;
+    const bool nrt = code.nrt();
+    code = Program(code.bytes(), code.name()).compile(compile).code;
+    code.set_nrt(nrt);
+  }
+  const std::string component = "Linker::add (" + std::string(to_string(backend_)) + ")";
+  if (backend_ == LinkerBackend::driver && carries_ltoir(code.format(), code.bytes()) &&
+      (code.format() == Format::ltoir || needs_lto(code.format(), code.bytes()))) {
+    throw Error(ErrorKind::unsupported, component,
+                describe_input(code) +
+                    " holds only LTO-IR, which the driver linker (cuLink*) does not take; "
+                    "link it with the nvjitlink backend and lto = true");
+  }
+  if (backend_ == LinkerBackend::nvjitlink && !options_.lto &&
+      needs_lto(code.format(), code.bytes())) {
+    throw Error(ErrorKind::unsupported, component,
+                describe_input(code) +
+                    " holds only LTO-IR, which links only with LTO: set LinkOptions::lto = true");
+  }
+  if (code.format() == Format::cubin) check_cubin_arch(code, component);
+  inputs_.push_back(std::move(code));
+  return *this;
+}
+
+Linker& Linker::add_data(Format format, Bytes bytes, std::string name) {
+  return add(LinkableCode::from_bytes(format, std::move(bytes), std::move(name)));
+}
+
+Linker& Linker::add_file(const std::filesystem::path& path) {
+  return add(LinkableCode::from_path(path));
+}
+
+LinkResult Linker::link() const {
+  LinkResult result;
+  result.backend = backend_;
+  // Identical inputs (same format and bytes) are linked once: a second copy would only
+  // produce duplicate-definition errors.
+  std::vector<const LinkableCode*> unique;
+  for (const LinkableCode& code : inputs_) {
+    const bool seen = std::any_of(unique.begin(), unique.end(), [&](const LinkableCode* kept) {
+      return kept->format() == code.format() && kept->bytes() == code.bytes();
+    });
+    if (seen) {
+      result.dropped_duplicates.push_back(code.name());
+    } else {
+      unique.push_back(&code);
+    }
+  }
+  const std::string what = "linking " + describe_inputs(unique) + " for " + options_.arch.sm();
+  if (unique.empty()) {
+    throw Error(ErrorKind::usage, "Linker::link", what + ": nothing was added");
+  }
+  // nvJitLink fails an LTO link that has no LTO-IR (NO_MODULE_IN_PROGRAM): LTO is asked
+  // for only when there is IR to optimise.
+  const bool lto = options_.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {
+                     return carries_ltoir(c->format(), c->bytes());
+                   });
+  auto session = open_session(backend_, options_, lto);
+  for (const LinkableCode* code : unique) {
+    const detail::StepStatus step = session->add(*code);
+    // Logs first, status second: the log is wanted whatever the status.
+    const std::string error_log = session->error_log();
+    if (!step.ok) {
+      throw_link_error(*session, step, "adding " + describe_input(*code) + " for " +
+                                           options_.arch.sm(),
+                       error_log, session->info_log());
+    }
+  }
+  const detail::StepStatus step = session->complete();
+  const std::string error_log = session->error_log();
+  result.info_log = session->info_log();
+  if (!step.ok) throw_link_error(*session, step, what, error_log, result.info_log);
+  result.cubin = session->cubin();
+  return result;
+}
+
+std::string nvjitlink_version() { return detail::nvjitlink_version_string(); }
+
+}  // namespace cujit
