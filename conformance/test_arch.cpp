@@ -34,6 +34,26 @@ TEST(ArchParse, RejectsGarbageNamingIt) {
   }
 }
 
+TEST(ArchCompatibility, PtxRules) {
+  const Arch sm80(8, 0), sm90(9, 0), sm90a(9, 0, 'a'), sm100(10, 0), sm100f(10, 0, 'f'),
+      sm103(10, 3);
+  EXPECT_TRUE(ptx_compiles_for(sm80, sm90));   // PTX JIT is forward compatible
+  EXPECT_FALSE(ptx_compiles_for(sm90, sm80));  // but never backward
+  EXPECT_TRUE(ptx_compiles_for(sm90a, sm90a));
+  EXPECT_FALSE(ptx_compiles_for(sm90a, sm90));  // arch-specific: that arch only
+  EXPECT_FALSE(ptx_compiles_for(sm90a, sm100));
+  EXPECT_TRUE(ptx_compiles_for(sm90, sm90a));
+  EXPECT_TRUE(ptx_compiles_for(sm100f, sm103));  // family: same major, newer minor
+  EXPECT_FALSE(ptx_compiles_for(sm100f, Arch(12, 0)));
+}
+
+TEST(ArchCompatibility, SassRules) {
+  EXPECT_TRUE(sass_runs_on(Arch(8, 0), Arch(8, 6)));
+  EXPECT_FALSE(sass_runs_on(Arch(8, 6), Arch(8, 0)));
+  EXPECT_FALSE(sass_runs_on(Arch(8, 0), Arch(9, 0)));
+  EXPECT_TRUE(sass_runs_on(Arch(9, 0), Arch(9, 0, 'a')));
+}
+
 TEST(GpuArch, ReadsTheDevice) {
   CUJIT_REQUIRE_DEVICE();
   const Arch arch = Arch::of_device(0);

@@ -123,6 +123,13 @@ TEST(CubinArch, ReadFromTheElfHeader) {
   EXPECT_EQ(cubin_sm_number(read_bytes(fixture_path("scale_kernel.ptx"))), std::nullopt);
 }
 
+TEST(PtxTarget, ReadsTheDirectiveOperand) {
+  EXPECT_EQ(ptx_target(".version 9.0\n.target sm_90a\n"), "sm_90a");
+  EXPECT_EQ(ptx_target(".version 9.0\n.target\tsm_80, debug\n"), "sm_80");
+  EXPECT_EQ(ptx_target("// no target here\n"), std::nullopt);
+  EXPECT_EQ(ptx_target(read_bytes(fixture_path("scale_kernel.ptx"))), "sm_90");
+}
+
 TEST(EmbeddedCode, NeedsLtoOnlyWhenLtoIrIsAllThereIs) {
   EXPECT_TRUE(needs_lto(Format::ltoir, read_bytes(fixture_path("scale_kernel.ltoir"))));
   EXPECT_TRUE(needs_lto(Format::fatbin, read_bytes(fixture_path("scale_kernel_ltoir.fatbin"))));

@@ -64,6 +64,18 @@ Arch Arch::of_device(int ordinal) {
   return Arch(major, minor);
 }
 
+bool ptx_compiles_for(const Arch& ptx_target, const Arch& target) noexcept {
+  if (ptx_target.suffix() == 'a') return ptx_target == target;
+  if (ptx_target.suffix() == 'f') {
+    return target.major() == ptx_target.major() && target.minor() >= ptx_target.minor();
+  }
+  return target.number() >= ptx_target.number();
+}
+
+bool sass_runs_on(const Arch& built, const Arch& target) noexcept {
+  return built.major() == target.major() && built.minor() <= target.minor();
+}
+
 std::string Arch::sm() const {
   std::string out = "sm_" + std::to_string(number());
   if (suffix_ != '\0') out += suffix_;

@@ -179,6 +179,18 @@ std::optional<int> cubin_sm_number(std::string_view bytes) noexcept {
   return static_cast<int>((read_le<std::uint32_t>(bytes, 0x30) >> 8) & 0xFFu);
 }
 
+std::optional<std::string> ptx_target(std::string_view ptx) {
+  for (std::size_t at = ptx.find(".target"); at != std::string_view::npos;
+       at = ptx.find(".target", at + 1)) {
+    const bool starts_token = at == 0 || std::isspace(static_cast<unsigned char>(ptx[at - 1]));
+    const std::size_t begin = ptx.find_first_not_of(" \t", at + 7);
+    if (!starts_token || begin == at + 7 || begin == std::string_view::npos) continue;
+    const std::size_t end = ptx.find_first_of(" \t\r\n,;", begin);
+    return std::string(ptx.substr(begin, end - begin));
+  }
+  return std::nullopt;
+}
+
 bool carries_ltoir(Format format, std::string_view bytes) noexcept {
   switch (format) {
     case Format::ltoir: return true;

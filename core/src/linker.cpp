@@ -121,17 +121,33 @@ Linker::~Linker() = default;
 Linker::Linker(Linker&&) noexcept = default;
 Linker& Linker::operator=(Linker&&) noexcept = default;
 
-// SASS runs on its own major architecture at the same or a higher minor version only;
-// nvJitLink says just "bad input" for anything else.
-void Linker::check_cubin_arch(const LinkableCode& code, const std::string& component) const {
-  const auto sm = cubin_sm_number(code.bytes());
-  if (!sm) return;
+// Code built for one architecture refused for another, the same way on both backends: the
+// driver linker alone would accept sm_90a PTX for sm_90, and nvJitLink says only "bad
+// input" for a cubin of another architecture.
+void Linker::check_target_arch(const LinkableCode& code, const std::string& component) const {
   const Arch& target = options_.arch;
-  if (*sm / 10 == target.major() && *sm % 10 <= target.minor()) return;
-  throw Error(ErrorKind::link, component,
-              describe_input(code) + " holds SASS for sm_" + std::to_string(*sm) +
-                  ", which cannot run on " + target.sm() +
-                  "; rebuild it for that architecture or link PTX / LTO-IR instead");
+  if (code.format() == Format::cubin) {
+    const auto sm = cubin_sm_number(code.bytes());
+    if (!sm || sass_runs_on(Arch(*sm / 10, *sm % 10), target)) return;
+    throw Error(ErrorKind::link, component,
+                describe_input(code) + " holds SASS for sm_" + std::to_string(*sm) +
+                    ", which cannot run on " + target.sm() +
+                    "; rebuild it for that architecture or link PTX / LTO-IR instead");
+  }
+  if (code.format() == Format::ptx) {
+    const auto declared = ptx_target(code.bytes());
+    if (!declared) return;
+    Arch ptx_arch;
+    try {
+      ptx_arch = Arch::parse(*declared);
+    } catch (const Error&) {
+      return;  // an unusual .target is left to the backend to judge
+    }
+    if (ptx_compiles_for(ptx_arch, target)) return;
+    throw Error(ErrorKind::link, component,
+                describe_input(code) + ": PTX with .target '" + *declared +
+                    "' cannot be compiled for architecture '" + target.sm() + "'");
+  }
 }
 
 Linker& Linker::add(LinkableCode code) {
@@ -159,7 +175,7 @@ Linker& Linker::add(LinkableCode code) {
                 describe_input(code) +
                     " holds only LTO-IR, which links only with LTO: set LinkOptions::lto = true");
   }
-  if (code.format() == Format::cubin) check_cubin_arch(code, component);
+  check_target_arch(code, component);
   inputs_.push_back(std::move(code));
   return *this;
 }

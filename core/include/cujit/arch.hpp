@@ -39,4 +39,12 @@ class Arch {
   char suffix_ = '\0';
 };
 
+// Pure compatibility rules, the ones nvJitLink and ptxas apply:
+// PTX for `ptx_target` can be compiled for `target` when target is the same or a newer
+// architecture, except arch-specific PTX ('a': only that exact arch) and family PTX ('f':
+// the same major version, same or newer minor).
+bool ptx_compiles_for(const Arch& ptx_target, const Arch& target) noexcept;
+// SASS built for `built` runs on `target`: same major version, same or newer minor.
+bool sass_runs_on(const Arch& built, const Arch& target) noexcept;
+
 }  // namespace cujit

@@ -60,6 +60,10 @@ bool needs_lto(Format format, std::string_view bytes) noexcept;
 // header; nullopt when the bytes are no cubin or use an ELF ABI cujit does not know.
 std::optional<int> cubin_sm_number(std::string_view bytes) noexcept;
 
+// The operand of PTX's .target directive ("sm_90a" for ".target sm_90a, debug"); nullopt
+// when there is none.
+std::optional<std::string> ptx_target(std::string_view ptx);
+
 // True when this input holds any LTO-IR.
 bool carries_ltoir(Format format, std::string_view bytes) noexcept;
 

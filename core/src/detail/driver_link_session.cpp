@@ -1,4 +1,5 @@
 // The Driver API (cuLink*) backend of the Linker.
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -26,13 +27,11 @@ class DriverLinkSession final : public LinkSession {
       : info_(log_capacity, '\0'), error_(log_capacity, '\0') {
     const DriverApi& api = driver();
     ensure_context();
-    CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER,  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                              CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                              CU_JIT_LOG_VERBOSE,      CU_JIT_TARGET};
-    void* values[] = {info_.data(),  option_value(log_capacity),
-                      error_.data(), option_value(log_capacity),
-                      option_value(1), option_value(static_cast<std::uintptr_t>(jit_target(arch)))};
-    const CUresult result = api.cuLinkCreate(6, options, values, &state_);
+    values_ = {info_.data(),  option_value(log_capacity),
+               error_.data(), option_value(log_capacity),
+               option_value(1), option_value(static_cast<std::uintptr_t>(jit_target(arch)))};
+    const CUresult result = api.cuLinkCreate(static_cast<unsigned>(options_.size()),
+                                             options_.data(), values_.data(), &state_);
     if (result != CUDA_SUCCESS) {
       state_ = nullptr;
       throw CudaError("driver linker (cuLinkCreate)", result,
@@ -79,6 +78,12 @@ class DriverLinkSession final : public LinkSession {
     return std::string(buffer.c_str(), strnlen(buffer.c_str(), buffer.size()));
   }
 
+  // The driver keeps pointers to the option arrays and writes the used log sizes back into
+  // values_ on later cuLink* calls: both must live as long as the link state.
+  std::array<CUjit_option, 6> options_{CU_JIT_INFO_LOG_BUFFER,  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                                       CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                                       CU_JIT_LOG_VERBOSE,      CU_JIT_TARGET};
+  std::array<void*, 6> values_{};
   std::string info_;
   std::string error_;
   CUlinkState state_ = nullptr;

@@ -94,7 +94,9 @@ class NvJitLinkSession final : public LinkSession {
     const std::string messages = capture.finish();
     stderr_messages_ += messages;
     StepStatus step{result == NVJITLINK_SUCCESS, name, result_name(result)};
-    if (step.ok && messages.find("error") != std::string::npos) {
+    const bool reported_error =
+        messages.rfind("error", 0) == 0 || messages.find("\nerror") != std::string::npos;
+    if (step.ok && reported_error) {
       step.ok = false;
       step.status = "errors reported only on stderr";
     }

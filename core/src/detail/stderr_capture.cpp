@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <sstream>
 
 namespace cujit::detail {
@@ -36,6 +38,19 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
+// nvlink-style diagnostics: "error   : ...", "warning : ...", "info    : ...", with an
+// "@E@" / "@W@" / "@I@" prefix on some installations and none on others.
+std::optional<std::string> linker_message(const std::string& line) {
+  std::string_view text = line;
+  if (text.size() >= 3 && text[0] == '@' && text[2] == '@') text.remove_prefix(3);
+  for (std::string_view severity : {"error", "warning", "info"}) {
+    if (text.substr(0, severity.size()) != severity) continue;
+    const std::size_t colon = text.find_first_not_of(' ', severity.size());
+    if (colon != std::string_view::npos && text[colon] == ':') return std::string(text);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 StderrCapture::StderrCapture() : lock_(capture_mutex()) {
@@ -64,8 +79,8 @@ std::string StderrCapture::finish() {
     std::istringstream lines(captured);
     std::string line, passthrough;
     while (std::getline(lines, line)) {
-      if (line.rfind("@E@", 0) == 0 || line.rfind("@W@", 0) == 0) {
-        tagged_ += line.substr(3) + "\n";
+      if (const auto message = linker_message(line)) {
+        tagged_ += *message + "\n";
       } else {
         passthrough += line + "\n";
       }

@@ -6,7 +6,7 @@ namespace cujit::detail {
 
 // Redirects file descriptor 2 into a temporary file for its lifetime and hands back what
 // was written. nvJitLink 13.0 reports some link errors (multiple definitions) only by
-// printing "@E@error ..." lines to stderr while returning NVJITLINK_SUCCESS; capturing them
+// printing "error   : ..." lines to stderr while returning NVJITLINK_SUCCESS; capturing them
 // is the only way to turn them into errors. Captures are serialised process-wide; lines
 // that are not nvJitLink's are written back to the real stderr on release.
 class StderrCapture {
@@ -16,7 +16,8 @@ class StderrCapture {
   StderrCapture(const StderrCapture&) = delete;
   StderrCapture& operator=(const StderrCapture&) = delete;
 
-  // Stops capturing (idempotent) and returns the "@E@" / "@W@" lines, prefixes removed.
+  // Stops capturing (idempotent) and returns the linker's diagnostic lines ("error   : ...",
+  // "warning : ..."), any "@E@"-style prefix removed; other lines go back to stderr.
   std::string finish();
 
  private:
