@@ -1,10 +1,17 @@
-# CUDA::nvJitLink arrived in CMake 3.26's FindCUDAToolkit; on 3.25 (Debian 12) it is made
-# here from the same toolkit, so the rest of the build uses one name everywhere.
-if(NOT TARGET CUDA::nvJitLink)
-  find_library(CUJIT_NVJITLINK_LIBRARY nvJitLink
+# The CUDA libraries cujit links directly: NVRTC and nvJitLink, and nothing else.
+# FindCUDAToolkit's CUDA::nvrtc carries CUDA::cuda_driver (the libcuda stub) along, which
+# would make binaries need libcuda.so.1 to start; cujit loads the driver at run time
+# instead, so these targets hold the library files alone. CUDA::nvJitLink arrived in
+# CMake 3.26; on 3.25 (Debian 12) the library is found here.
+
+function(cujit_cuda_library target library)
+  find_library(CUJIT_${library}_LIBRARY ${library}
     HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib64 REQUIRED)
-  add_library(CUDA::nvJitLink UNKNOWN IMPORTED)
-  set_target_properties(CUDA::nvJitLink PROPERTIES
-    IMPORTED_LOCATION ${CUJIT_NVJITLINK_LIBRARY}
+  add_library(${target} UNKNOWN IMPORTED)
+  set_target_properties(${target} PROPERTIES
+    IMPORTED_LOCATION ${CUJIT_${library}_LIBRARY}
     INTERFACE_INCLUDE_DIRECTORIES "${CUDAToolkit_INCLUDE_DIRS}")
-endif()
+endfunction()
+
+cujit_cuda_library(cujit::nvrtc nvrtc)
+cujit_cuda_library(cujit::nvjitlink nvJitLink)
