@@ -132,16 +132,26 @@ void check_range(std::size_t bytes, std::size_t size, const char* what) {
 }
 }  // namespace
 
+void copy_to_device(DevicePtr dst, const void* src, std::size_t bytes) {
+  detail::ensure_context();
+  detail::check(detail::driver().cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD",
+                "copying " + std::to_string(bytes) + " bytes to the device");
+}
+
+void copy_to_host(void* dst, DevicePtr src, std::size_t bytes) {
+  detail::ensure_context();
+  detail::check(detail::driver().cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH",
+                "copying " + std::to_string(bytes) + " bytes from the device");
+}
+
 void DeviceBuffer::copy_from_host(const void* src, std::size_t bytes) {
   check_range(bytes, size_, "DeviceBuffer::copy_from_host");
-  detail::check(detail::driver().cuMemcpyHtoD(ptr_, src, bytes), "cuMemcpyHtoD",
-                "copying " + std::to_string(bytes) + " bytes to the device");
+  copy_to_device(ptr_, src, bytes);
 }
 
 void DeviceBuffer::copy_to_host(void* dst, std::size_t bytes) const {
   check_range(bytes, size_, "DeviceBuffer::copy_to_host");
-  detail::check(detail::driver().cuMemcpyDtoH(dst, ptr_, bytes), "cuMemcpyDtoH",
-                "copying " + std::to_string(bytes) + " bytes from the device");
+  cujit::copy_to_host(dst, ptr_, bytes);
 }
 
 void DeviceBuffer::fill_bytes(unsigned char value) {

@@ -156,6 +156,7 @@ Linker& Linker::add(LinkableCode code) {
     compile.arch = options_.arch;
     compile.target = cu_compile_target(backend_, options_.lto);
     compile.include_paths = options_.include_paths;
+    compile.headers = options_.headers;
     compile.options = options_.compile_options;
     const bool nrt = code.nrt();
     code = Program(code.bytes(), code.name()).compile(compile).code;

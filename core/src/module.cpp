@@ -86,6 +86,17 @@ Kernel Module::kernel(const std::string& kernel_name) const {
   return Kernel(shared_from_this(), function, kernel_name, read_params(function));
 }
 
+std::optional<GlobalSymbol> Module::global(const std::string& symbol) const {
+  CUdeviceptr ptr = 0;
+  std::size_t size = 0;
+  const CUresult result =
+      detail::driver().cuModuleGetGlobal(&ptr, &size, static_cast<CUmodule>(handle_), symbol.c_str());
+  if (result == CUDA_ERROR_NOT_FOUND) return std::nullopt;
+  detail::check(result, "cuModuleGetGlobal",
+                "looking up '" + symbol + "' in module '" + name_ + "'");
+  return GlobalSymbol{ptr, size};
+}
+
 void Kernel::check_args(std::span<const KernelArg> args) const {
   if (args.size() != params_.size()) {
     throw Error(ErrorKind::usage, "Kernel::launch",

@@ -29,6 +29,10 @@ void use_device(int ordinal = 0);
 using StreamHandle = void*;
 using DevicePtr = unsigned long long;
 
+// Synchronous copies between host memory and any device address.
+void copy_to_device(DevicePtr dst, const void* src, std::size_t bytes);
+void copy_to_host(void* dst, DevicePtr src, std::size_t bytes);
+
 // Owning, move-only CUstream (non-blocking).
 class Stream {
  public:

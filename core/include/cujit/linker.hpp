@@ -31,6 +31,7 @@ struct LinkOptions {
   // Used for `cu` inputs, which are compiled with NVRTC before linking (arch and target
   // are set by the linker).
   std::vector<std::string> include_paths;
+  std::vector<Header> headers;
   std::vector<std::string> compile_options;
   // Extra nvJitLink options, verbatim (e.g. "-g", "-O0"); ignored by the driver backend.
   std::vector<std::string> nvjitlink_options;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,12 @@ struct ParamInfo {
 
 class Kernel;
 
+// A __device__ variable of a loaded module.
+struct GlobalSymbol {
+  DevicePtr ptr;
+  std::size_t size;
+};
+
 class Module : public std::enable_shared_from_this<Module> {
  public:
   // Loads a cubin (or any image cuModuleLoadDataEx takes); the JIT logs go into the error.
@@ -56,6 +63,8 @@ class Module : public std::enable_shared_from_this<Module> {
 
   // Throws Error(cuda) naming the kernel and the module when it is not there.
   Kernel kernel(const std::string& name) const;
+  // The device variable `name`, or nullopt when the module has none.
+  std::optional<GlobalSymbol> global(const std::string& name) const;
   const std::string& name() const noexcept { return name_; }
   void* handle() const noexcept { return handle_; }
 

@@ -17,7 +17,7 @@ namespace cujit::detail {
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent)             \
   X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuLinkCreate) X(cuLinkAddData)                 \
   X(cuLinkComplete) X(cuLinkDestroy) X(cuModuleLoadDataEx) X(cuModuleUnload)              \
-  X(cuModuleGetFunction) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions)        \
+  X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions)        \
   X(cuFuncGetName) X(cuFuncGetParamInfo) X(cuLaunchKernel) X(cuStreamCreate)              \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)    \
   X(cuMemcpyDtoH) X(cuMemsetD8)

@@ -1,0 +1,83 @@
+#pragma once
+// NRT: the device runtime (reference-counted device allocations), its detection in PTX,
+// the policy that decides when it is linked, the compiled library, and its statistics.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cujit/arch.hpp"
+#include "cujit/linkable_code.hpp"
+#include "cujit/program.hpp"
+
+namespace cujit {
+class Module;
+}
+
+namespace cujit::nrt {
+
+// The NRT device function names, from the same table nrt.cuh declares them from.
+std::span<const std::string_view> function_names() noexcept;
+bool is_function_name(std::string_view name) noexcept;
+
+// NRT functions `ptx` declares `.extern .func` (with or without a return parameter, over
+// any number of lines), in order of first appearance. Token-exact: comments, strings,
+// definitions (.visible .func) and other externs do not count.
+std::vector<std::string> referenced_functions(std::string_view ptx);
+bool references_nrt(std::string_view ptx);
+
+// Why NRT is or is not linked into a kernel.
+enum class Reason {
+  disabled,          // NRT is off (globally, or by the kernel's override)
+  not_used,          // on, but neither the kernel's own PTX nor any flagged input uses it
+  own_ptx,           // on, and the kernel's own PTX declares NRT functions
+  flagged_input,     // on, and an input is marked nrt = true
+};
+std::string_view to_string(Reason reason) noexcept;
+
+struct Decision {
+  bool link = false;
+  Reason reason = Reason::disabled;
+};
+
+// The policy, pure: NRT is enabled for the kernel when its override says so, else when
+// the global switch does; it is linked iff enabled AND (the kernel's own PTX references
+// NRT OR any item of the kernel's link set is marked nrt = true).
+Decision decide(bool globally_enabled, std::optional<bool> kernel_override,
+                bool own_ptx_references_nrt, bool any_input_flagged) noexcept;
+
+// The global switch: initially from CUJIT_ENABLE_NRT ("1"/"true"/"on"), default off.
+bool enabled() noexcept;
+void set_enabled(bool on) noexcept;
+
+// nrt.cuh (and the table it includes) as NVRTC headers, named as external code includes
+// them: "cujit/nrt.cuh".
+std::vector<Header> headers();
+// The header text, for code compiled outside cujit.
+std::string_view header_source() noexcept;
+
+// The NRT library for `arch`, compiled with NVRTC once per (arch, target, options) in this
+// process and reused; marked nrt = false (it is the runtime, not a user of it).
+LinkableCode library(const Arch& arch, CompileTarget target,
+                     const std::vector<std::string>& options = {});
+// How many times library() compiled (the rest were reuses).
+std::uint64_t library_compilations() noexcept;
+
+struct Stats {
+  std::uint64_t alloc = 0;
+  std::uint64_t free = 0;
+  std::uint64_t mi_alloc = 0;
+  std::uint64_t mi_free = 0;
+  bool balanced() const noexcept { return alloc == free && mi_alloc == mi_free; }
+};
+
+// Statistics of a module NRT was linked into (Error(nrt) otherwise). Reading synchronises
+// with the device through the copy.
+Stats read_stats(const Module& module);
+void set_stats_enabled(const Module& module, bool on);
+void reset_stats(const Module& module);
+
+}  // namespace cujit::nrt

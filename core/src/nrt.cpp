@@ -1,0 +1,214 @@
+#include "cujit/nrt.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "cujit/error.hpp"
+#include "cujit/module.hpp"
+
+namespace cujit::embedded {
+extern const std::string_view nrt_header;
+extern const std::string_view nrt_functions;
+extern const std::string_view nrt_source;
+}  // namespace cujit::embedded
+
+namespace cujit::nrt {
+namespace {
+
+constexpr std::string_view names[] = {
+#define CUJIT_NRT_FUNCTION(ret, name, params) #name,
+#include "cujit/nrt_functions.def"
+#undef CUJIT_NRT_FUNCTION
+};
+
+bool is_identifier_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.';
+}
+
+// PTX with comments and string literals blanked out (replaced by spaces), so names inside
+// them cannot match and token boundaries stay where they were.
+std::string code_only(std::string_view ptx) {
+  std::string out(ptx);
+  std::size_t i = 0;
+  while (i < out.size()) {
+    if (out.compare(i, 2, "//") == 0) {
+      const std::size_t end = out.find('\n', i);
+      const std::size_t stop = end == std::string::npos ? out.size() : end;
+      std::fill(out.begin() + static_cast<std::ptrdiff_t>(i),
+                out.begin() + static_cast<std::ptrdiff_t>(stop), ' ');
+      i = stop;
+    } else if (out.compare(i, 2, "/*") == 0) {
+      const std::size_t end = out.find("*/", i + 2);
+      const std::size_t stop = end == std::string::npos ? out.size() : end + 2;
+      std::fill(out.begin() + static_cast<std::ptrdiff_t>(i),
+                out.begin() + static_cast<std::ptrdiff_t>(stop), ' ');
+      i = stop;
+    } else if (out[i] == '"') {
+      std::size_t end = i + 1;
+      while (end < out.size() && out[end] != '"') end += out[end] == '\\' ? 2 : 1;
+      const std::size_t stop = std::min(end + 1, out.size());
+      std::fill(out.begin() + static_cast<std::ptrdiff_t>(i),
+                out.begin() + static_cast<std::ptrdiff_t>(stop), ' ');
+      i = stop;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Tokens of PTX code: identifiers / directives, and single punctuation characters.
+std::vector<std::string_view> tokens(std::string_view code) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < code.size()) {
+    if (std::isspace(static_cast<unsigned char>(code[i]))) {
+      ++i;
+    } else if (is_identifier_char(code[i]) || code[i] == '%') {
+      std::size_t end = i + 1;
+      while (end < code.size() && is_identifier_char(code[end])) ++end;
+      out.push_back(code.substr(i, end - i));
+      i = end;
+    } else {
+      out.push_back(code.substr(i, 1));
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::atomic<int>& global_switch() {
+  static std::atomic<int> state{[] {
+    const char* value = std::getenv("CUJIT_ENABLE_NRT");
+    if (value == nullptr) return 0;
+    const std::string text(value);
+    return text == "1" || text == "true" || text == "on" || text == "ON" ? 1 : 0;
+  }()};
+  return state;
+}
+
+std::atomic<std::uint64_t> compilations{0};
+
+constexpr const char* stats_symbol = "cujit_nrt_stats";
+constexpr const char* stats_enabled_symbol = "cujit_nrt_stats_enabled";
+
+GlobalSymbol require_global(const Module& module, const char* symbol) {
+  const auto found = module.global(symbol);
+  if (!found) {
+    throw Error(ErrorKind::nrt, "nrt statistics",
+                "module '" + module.name() + "' has no '" + symbol +
+                    "': NRT was not linked into it");
+  }
+  return *found;
+}
+
+}  // namespace
+
+std::span<const std::string_view> function_names() noexcept { return names; }
+
+bool is_function_name(std::string_view name) noexcept {
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+
+std::vector<std::string> referenced_functions(std::string_view ptx) {
+  const std::string code = code_only(ptx);
+  const std::vector<std::string_view> toks = tokens(code);
+  std::vector<std::string> found;
+  for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+    if (toks[i] != ".extern" || toks[i + 1] != ".func") continue;
+    std::size_t at = i + 2;
+    // Optional return parameter list: "( .param .b64 func_retval0 )".
+    if (at < toks.size() && toks[at] == "(") {
+      int depth = 0;
+      for (; at < toks.size(); ++at) {
+        if (toks[at] == "(") ++depth;
+        if (toks[at] == ")" && --depth == 0) break;
+      }
+      ++at;
+    }
+    if (at >= toks.size()) break;
+    const std::string_view name = toks[at];
+    if (is_function_name(name) &&
+        std::find(found.begin(), found.end(), name) == found.end()) {
+      found.emplace_back(name);
+    }
+  }
+  return found;
+}
+
+bool references_nrt(std::string_view ptx) { return !referenced_functions(ptx).empty(); }
+
+std::string_view to_string(Reason reason) noexcept {
+  switch (reason) {
+    case Reason::disabled: return "NRT is disabled";
+    case Reason::not_used: return "nothing uses NRT";
+    case Reason::own_ptx: return "the kernel's own PTX references NRT";
+    case Reason::flagged_input: return "an input is marked nrt = true";
+  }
+  return "unknown";
+}
+
+Decision decide(bool globally_enabled, std::optional<bool> kernel_override,
+                bool own_ptx_references_nrt, bool any_input_flagged) noexcept {
+  if (!kernel_override.value_or(globally_enabled)) return {false, Reason::disabled};
+  if (own_ptx_references_nrt) return {true, Reason::own_ptx};
+  if (any_input_flagged) return {true, Reason::flagged_input};
+  return {false, Reason::not_used};
+}
+
+bool enabled() noexcept { return global_switch().load() != 0; }
+void set_enabled(bool on) noexcept { global_switch().store(on ? 1 : 0); }
+
+std::vector<Header> headers() {
+  return {Header{"cujit/nrt.cuh", std::string(embedded::nrt_header)},
+          Header{"cujit/nrt_functions.def", std::string(embedded::nrt_functions)}};
+}
+
+std::string_view header_source() noexcept { return embedded::nrt_header; }
+
+LinkableCode library(const Arch& arch, CompileTarget target,
+                     const std::vector<std::string>& options) {
+  using Key = std::tuple<Arch, CompileTarget, std::vector<std::string>>;
+  static std::mutex mutex;
+  static std::map<Key, LinkableCode> built;
+  const Key key{arch, target, options};
+  // Held while compiling: concurrent first requests for one key wait for one build.
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto found = built.find(key); found != built.end()) return found->second;
+  CompileOptions compile;
+  compile.arch = arch;
+  compile.target = target;
+  compile.headers = headers();
+  compile.options = options;
+  CompileResult result = Program(std::string(embedded::nrt_source), "cujit_nrt.cu").compile(compile);
+  ++compilations;
+  return built.emplace(key, std::move(result.code)).first->second;
+}
+
+std::uint64_t library_compilations() noexcept { return compilations.load(); }
+
+Stats read_stats(const Module& module) {
+  const GlobalSymbol symbol = require_global(module, stats_symbol);
+  unsigned long long counters[4] = {};
+  copy_to_host(counters, symbol.ptr, sizeof counters);
+  return Stats{counters[0], counters[1], counters[2], counters[3]};
+}
+
+void set_stats_enabled(const Module& module, bool on) {
+  const GlobalSymbol symbol = require_global(module, stats_enabled_symbol);
+  const int value = on ? 1 : 0;
+  copy_to_device(symbol.ptr, &value, sizeof value);
+}
+
+void reset_stats(const Module& module) {
+  const GlobalSymbol symbol = require_global(module, stats_symbol);
+  const unsigned long long zeros[4] = {};
+  copy_to_device(symbol.ptr, zeros, sizeof zeros);
+}
+
+}  // namespace cujit::nrt
