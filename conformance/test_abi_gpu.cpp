@@ -1,0 +1,1 @@
+// GPU ABI tests are added with the link providers.
