@@ -1,9 +1,13 @@
 #include "cujit/kernel_builder.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <map>
 #include <regex>
+#include <tuple>
 
 #include "cujit/error.hpp"
+#include "detail/ptx_scan.hpp"
 
 namespace cujit {
 namespace {
@@ -25,34 +29,46 @@ std::vector<std::string> inputs_referencing_nrt(const std::string& log) {
   return inputs;
 }
 
+bool same_code(const LinkableCode& a, const LinkableCode& b) {
+  return a.format() == b.format() && a.bytes() == b.bytes();
+}
+
+// Whether `code` references `symbol`. PTX is read token-exactly; other formats (LTO-IR
+// bitcode, ELF) keep symbol names as plain strings, so a byte search finds every real
+// reference and, rarely, a name that only contains the symbol: that costs an unneeded
+// provider request, never a missing one.
+bool references(const LinkableCode& code, const std::vector<std::string>& ptx_externs,
+                const std::string& symbol) {
+  if (code.format() == Format::ptx) {
+    return std::find(ptx_externs.begin(), ptx_externs.end(), symbol) != ptx_externs.end();
+  }
+  return code.bytes().find(symbol) != std::string::npos;
+}
+
 }  // namespace
+
+// Everything one build links, in order, each distinct code once.
+struct KernelBuilder::LinkSet {
+  std::vector<LinkableCode> codes;
+  std::vector<ResolvedCall> resolved;
+  std::size_t provider_requests = 0;
+
+  // Adds unless the same bytes are already there; true when added.
+  bool add(LinkableCode code) {
+    const bool seen = std::any_of(codes.begin(), codes.end(),
+                                  [&](const LinkableCode& kept) { return same_code(kept, code); });
+    if (!seen) codes.push_back(std::move(code));
+    return !seen;
+  }
+};
 
 KernelBuilder::KernelBuilder(std::string kernel_name, KernelOptions options)
     : kernel_name_(std::move(kernel_name)), options_(std::move(options)) {}
 
-// The inputs to blame for unresolved NRT symbols. nvJitLink names the module LTO produced
-// "ltoPtx": that stands for the unflagged LTO-IR inputs. With no name at all, every
-// unflagged external input is a candidate.
-std::vector<std::string> KernelBuilder::culprits_of(const std::string& log) const {
-  std::vector<std::string> culprits;
-  auto add_unflagged = [&](bool only_ltoir) {
-    for (const auto* list : {&own_, &external_}) {
-      for (const LinkableCode& code : *list) {
-        if (code.nrt() || (only_ltoir && !carries_ltoir(code.format(), code.bytes()))) continue;
-        if (!only_ltoir && list == &own_) continue;
-        culprits.push_back(code.name());
-      }
-    }
-  };
-  for (const std::string& input : inputs_referencing_nrt(log)) {
-    if (input == "ltoPtx") {
-      add_unflagged(/*only_ltoir=*/true);
-    } else {
-      culprits.push_back(input);
-    }
-  }
-  if (culprits.empty()) add_unflagged(/*only_ltoir=*/false);
-  return culprits;
+std::vector<Header> KernelBuilder::headers() const {
+  std::vector<Header> out = nrt::headers();
+  out.push_back(Header{"cujit/declarations.cuh", declarations_header(declared_)});
+  return out;
 }
 
 LinkOptions KernelBuilder::link_options() const {
@@ -61,9 +77,26 @@ LinkOptions KernelBuilder::link_options() const {
   link.lto = options_.lto;
   link.backend = options_.backend;
   link.include_paths = options_.include_paths;
-  link.headers = nrt::headers();
+  link.headers = headers();
   link.compile_options = options_.compile_options;
   return link;
+}
+
+KernelBuilder& KernelBuilder::declare(DeclaredFunction function) {
+  function.validate();
+  for (const DeclaredFunction& existing : declared_) {
+    for (const Signature& a : existing.signatures) {
+      for (const Signature& b : function.signatures) {
+        if (existing.symbol(a) == function.symbol(b)) {
+          throw Error(ErrorKind::usage, "KernelBuilder::declare",
+                      "'" + function.name + "' with " + b.str() + " has the symbol '" +
+                          function.symbol(b) + "', already declared by '" + existing.name + "'");
+        }
+      }
+    }
+  }
+  declared_.push_back(std::move(function));
+  return *this;
 }
 
 KernelBuilder& KernelBuilder::source(LinkableCode code) {
@@ -72,16 +105,17 @@ KernelBuilder& KernelBuilder::source(LinkableCode code) {
     compile.arch = options_.arch;
     compile.target = CompileTarget::ptx;  // the kernel's own PTX is what detection scans
     compile.include_paths = options_.include_paths;
-    compile.headers = nrt::headers();
+    compile.headers = headers();
     compile.options = options_.compile_options;
     const bool flagged = code.nrt();
     code = Program(code.bytes(), code.name()).compile(compile).code;
     code.set_nrt(flagged);
   }
-  if (code.format() != Format::ptx) {
+  if (code.format() != Format::ptx && code.format() != Format::ltoir) {
     throw Error(ErrorKind::usage, "KernelBuilder::source",
                 "'" + code.name() + "' is " + std::string(to_string(code.format())) +
-                    "; a kernel's own code is PTX or CUDA C++ (add other formats with link())");
+                    "; a kernel's own code is PTX, LTO-IR or CUDA C++ (add other formats "
+                    "with link())");
   }
   own_.push_back(std::move(code));
   return *this;
@@ -92,14 +126,110 @@ KernelBuilder& KernelBuilder::link(LinkableCode code) {
   return *this;
 }
 
-nrt::Decision KernelBuilder::nrt_decision() const {
+nrt::Decision KernelBuilder::decision_for(const LinkSet& set) const {
   const bool own_references = std::any_of(own_.begin(), own_.end(), [](const LinkableCode& c) {
-    return nrt::references_nrt(c.bytes());
+    return c.format() == Format::ptx && nrt::references_nrt(c.bytes());
   });
-  const auto flagged = [](const LinkableCode& c) { return c.nrt(); };
-  const bool any_flagged = std::any_of(own_.begin(), own_.end(), flagged) ||
-                           std::any_of(external_.begin(), external_.end(), flagged);
+  // The whole transitive link set counts: own code, explicit items, declared functions'
+  // items and provider items that were actually pulled in.
+  const bool any_flagged = std::any_of(set.codes.begin(), set.codes.end(),
+                                       [](const LinkableCode& c) { return c.nrt(); });
   return nrt::decide(nrt::enabled(), options_.nrt, own_references, any_flagged);
+}
+
+nrt::Decision KernelBuilder::nrt_decision() const {
+  return decision_for(resolve(Linker(link_options()).backend()));
+}
+
+KernelBuilder::LinkSet KernelBuilder::resolve(LinkerBackend backend) const {
+  const LinkOptions options = link_options();
+  LinkSet set;
+  std::deque<std::size_t> to_scan;
+  auto add = [&](LinkableCode code) {
+    // CUDA C++ is compiled first: what it references is only known from its output.
+    if (set.add(compile_for_link(std::move(code), options, backend))) {
+      to_scan.push_back(set.codes.size() - 1);
+    }
+  };
+  for (const LinkableCode& code : own_) add(code);
+  for (const LinkableCode& code : external_) add(code);
+
+  std::map<std::string, std::pair<const DeclaredFunction*, Signature>> by_symbol;
+  for (const DeclaredFunction& function : declared_) {
+    for (const Signature& signature : function.signatures) {
+      by_symbol.emplace(function.symbol(signature), std::make_pair(&function, signature));
+    }
+  }
+  // One request per distinct (provider, signature) in this build.
+  std::map<std::pair<const LinkProvider*, Signature>, std::vector<LinkableCode>> asked;
+  std::vector<std::string> done;
+
+  while (!to_scan.empty()) {
+    const LinkableCode scanned = set.codes[to_scan.front()];
+    to_scan.pop_front();
+    const std::vector<std::string> externs =
+        scanned.format() == Format::ptx ? detail::extern_functions(scanned.bytes())
+                                        : std::vector<std::string>{};
+    for (const auto& [symbol, entry] : by_symbol) {
+      if (std::find(done.begin(), done.end(), symbol) != done.end()) continue;
+      if (!references(scanned, externs, symbol)) continue;
+      done.push_back(symbol);
+      const auto& [function, signature] = entry;
+      set.resolved.push_back(ResolvedCall{symbol, function->name, signature,
+                                          function->provider ? function->provider->name() : ""});
+      for (const LinkableCode& item : function->link) add(item);
+      if (!function->provider) continue;
+      const auto key = std::make_pair(function->provider.get(), signature);
+      auto found = asked.find(key);
+      if (found == asked.end()) {
+        ++set.provider_requests;
+        found = asked.emplace(key, std::vector<LinkableCode>{}).first;
+        try {
+          found->second = function->provider->code_for(signature);
+        } catch (const Error& error) {
+          throw Error(error.kind(), "LinkProvider '" + function->provider->name() + "'",
+                      "supplying '" + function->name + "' for " + signature.str() +
+                          " failed: " + error.message(),
+                      error.log());
+        } catch (const std::exception& error) {
+          throw Error(ErrorKind::link, "LinkProvider '" + function->provider->name() + "'",
+                      "supplying '" + function->name + "' for " + signature.str() +
+                          " failed: " + error.what());
+        }
+      }
+      for (const LinkableCode& item : found->second) {
+        add(item);
+      }
+    }
+  }
+  return set;
+}
+
+// The inputs to blame for unresolved NRT symbols. nvJitLink names the module LTO produced
+// "ltoPtx": that stands for the unflagged LTO-IR inputs. With no name at all, every
+// unflagged input that is not the kernel's own code is a candidate.
+std::vector<std::string> KernelBuilder::culprits_of(const std::string& log,
+                                                    const LinkSet& set) const {
+  const auto own = [&](const LinkableCode& code) {
+    return std::any_of(own_.begin(), own_.end(),
+                       [&](const LinkableCode& o) { return o.name() == code.name(); });
+  };
+  std::vector<std::string> culprits;
+  for (const std::string& input : inputs_referencing_nrt(log)) {
+    if (input != "ltoPtx") {
+      culprits.push_back(input);
+      continue;
+    }
+    for (const LinkableCode& code : set.codes) {
+      if (!code.nrt() && carries_ltoir(code.format(), code.bytes())) culprits.push_back(code.name());
+    }
+  }
+  if (culprits.empty()) {
+    for (const LinkableCode& code : set.codes) {
+      if (!code.nrt() && !own(code)) culprits.push_back(code.name());
+    }
+  }
+  return culprits;
 }
 
 LinkedKernel KernelBuilder::link_cubin() const {
@@ -107,23 +237,23 @@ LinkedKernel KernelBuilder::link_cubin() const {
     throw Error(ErrorKind::usage, "KernelBuilder::link_cubin",
                 "kernel '" + kernel_name_ + "' has no source; add its own code with source()");
   }
-  const nrt::Decision decision = nrt_decision();
   Linker linker(link_options());
-  for (const LinkableCode& code : own_) linker.add(code);
-  for (const LinkableCode& code : external_) linker.add(code);
+  LinkSet set = resolve(linker.backend());
+  const nrt::Decision decision = decision_for(set);
+  for (const LinkableCode& code : set.codes) linker.add(code);
   if (decision.link) {
     const CompileTarget target = cu_compile_target(linker.backend(), options_.lto);
     linker.add(nrt::library(options_.arch, target, options_.compile_options));
   }
   try {
-    return LinkedKernel{kernel_name_, decision, linker.link()};
+    return LinkedKernel{kernel_name_, decision, linker.link(), std::move(set.resolved),
+                        set.provider_requests};
   } catch (const LinkError& error) {
     std::vector<std::string> missing;
     for (const std::string& symbol : error.unresolved_symbols()) {
       if (nrt::is_function_name(symbol)) missing.push_back(symbol);
     }
     if (missing.empty() || decision.link) throw;
-    std::vector<std::string> culprits = culprits_of(error.log());
     std::string fix = "mark the input that uses NRT with LinkableCode::set_nrt(true)";
     if (decision.reason == nrt::Reason::disabled) {
       fix += " and enable NRT (cujit::nrt::set_enabled(true), CUJIT_ENABLE_NRT=1, or "
@@ -131,8 +261,9 @@ LinkedKernel KernelBuilder::link_cubin() const {
     }
     throw Error(ErrorKind::nrt, "KernelBuilder (" + error.component() + ")",
                 "kernel '" + kernel_name_ + "': unresolved NRT symbol(s) " + join(missing) +
-                    " referenced by " + join(culprits) + "; NRT was not linked because " +
-                    std::string(nrt::to_string(decision.reason)) + ". To fix: " + fix,
+                    " referenced by " + join(culprits_of(error.log(), set)) +
+                    "; NRT was not linked because " + std::string(nrt::to_string(decision.reason)) +
+                    ". To fix: " + fix,
                 error.log());
   }
 }

@@ -150,18 +150,22 @@ void Linker::check_target_arch(const LinkableCode& code, const std::string& comp
   }
 }
 
+LinkableCode compile_for_link(LinkableCode code, const LinkOptions& options,
+                              LinkerBackend backend) {
+  if (code.format() != Format::cu) return code;
+  CompileOptions compile;
+  compile.arch = options.arch;
+  compile.target = cu_compile_target(backend, options.lto);
+  compile.include_paths = options.include_paths;
+  compile.headers = options.headers;
+  compile.options = options.compile_options;
+  const bool nrt = code.nrt();
+  LinkableCode compiled = Program(code.bytes(), code.name()).compile(compile).code;
+  return std::move(compiled).set_nrt(nrt);
+}
+
 Linker& Linker::add(LinkableCode code) {
-  if (code.format() == Format::cu) {
-    CompileOptions compile;
-    compile.arch = options_.arch;
-    compile.target = cu_compile_target(backend_, options_.lto);
-    compile.include_paths = options_.include_paths;
-    compile.headers = options_.headers;
-    compile.options = options_.compile_options;
-    const bool nrt = code.nrt();
-    code = Program(code.bytes(), code.name()).compile(compile).code;
-    code.set_nrt(nrt);
-  }
+  code = compile_for_link(std::move(code), options_, backend_);
   const std::string component = "Linker::add (" + std::string(to_string(backend_)) + ")";
   if (backend_ == LinkerBackend::driver && carries_ltoir(code.format(), code.bytes()) &&
       (code.format() == Format::ltoir || needs_lto(code.format(), code.bytes()))) {

@@ -1,13 +1,17 @@
 #pragma once
-// KernelBuilder: a kernel's own code (PTX or CUDA C++, scanned for NRT use) plus external
-// link items (never scanned; their `nrt` flag says whether they use NRT). It applies the
-// NRT policy, links through either backend and loads the result.
+// KernelBuilder: a kernel's own code (PTX, LTO-IR, or CUDA C++ it compiles), the device
+// functions it may call (declared, with explicit link items and/or a LinkProvider), and
+// external link items. It finds which declared functions the code actually references,
+// asks their providers for code for the signatures used (and again for what that code
+// references, to a fixed point), applies the NRT policy, links through either backend
+// and loads.
 
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cujit/link_provider.hpp"
 #include "cujit/linker.hpp"
 #include "cujit/module.hpp"
 #include "cujit/nrt.hpp"
@@ -24,10 +28,21 @@ struct KernelOptions {
   std::vector<std::string> compile_options;
 };
 
+// One declared function a build found referenced, and where its code came from.
+struct ResolvedCall {
+  std::string symbol;
+  std::string function;
+  Signature signature;
+  std::string provider;  // empty when the function has none
+};
+
 struct LinkedKernel {
   std::string kernel_name;
   nrt::Decision nrt;
   LinkResult link;
+  std::vector<ResolvedCall> resolved;
+  // Provider requests made by this build (one per distinct provider and signature).
+  std::size_t provider_requests = 0;
 };
 
 struct BuiltKernel {
@@ -40,33 +55,41 @@ class KernelBuilder {
  public:
   explicit KernelBuilder(std::string kernel_name, KernelOptions options = {});
 
-  // The kernel's own code, part of what NRT detection scans: PTX, or CUDA C++ compiled to
-  // PTX here (with nrt.cuh available as "cujit/nrt.cuh"). Other formats are Error(usage):
-  // add them with link().
+  // Declares a device function the kernel may call. Declare before adding CUDA C++ that
+  // calls it: sources are compiled with "cujit/declarations.cuh" of what is declared.
+  KernelBuilder& declare(DeclaredFunction function);
+  // The kernel's own code: PTX, LTO-IR, or CUDA C++ (compiled here to PTX, with
+  // "cujit/nrt.cuh" and "cujit/declarations.cuh" available). Its PTX is what NRT
+  // detection scans; LTO-IR cannot be scanned for NRT (mark it nrt = true if it uses it).
   KernelBuilder& source(LinkableCode code);
-  // External code: linked, not scanned. Mark it nrt = true when it uses NRT.
+  // External code: linked, scanned for declared functions, never for NRT.
   KernelBuilder& link(LinkableCode code);
 
-  // The NRT decision for what has been added so far (pure given the inputs and switches).
+  // The NRT decision for the kernel's transitive link set (resolving declared functions,
+  // which may ask providers; link_cubin() reports the same decision).
   nrt::Decision nrt_decision() const;
 
-  // Links to a cubin (no GPU needed). When NRT is not linked and the link fails on an
-  // unresolved NRT_* symbol, throws Error(nrt) naming the symbol and the input and saying
-  // how to fix it.
+  // Resolves declared functions, links to a cubin (no GPU needed). When NRT is not linked
+  // and an NRT_* symbol is unresolved, throws Error(nrt) naming symbol, input and fix; a
+  // provider that throws gives an error naming the provider and the signature.
   LinkedKernel link_cubin() const;
   // Links and loads (needs a GPU).
   BuiltKernel build() const;
 
   const std::string& kernel_name() const noexcept { return kernel_name_; }
-  const std::vector<LinkableCode>& own_code() const noexcept { return own_; }
-  const std::vector<LinkableCode>& link_items() const noexcept { return external_; }
+  const std::vector<DeclaredFunction>& declared() const noexcept { return declared_; }
 
  private:
+  struct LinkSet;
   LinkOptions link_options() const;
-  std::vector<std::string> culprits_of(const std::string& log) const;
+  std::vector<Header> headers() const;
+  LinkSet resolve(LinkerBackend backend) const;
+  nrt::Decision decision_for(const LinkSet& set) const;
+  std::vector<std::string> culprits_of(const std::string& log, const LinkSet& set) const;
 
   std::string kernel_name_;
   KernelOptions options_;
+  std::vector<DeclaredFunction> declared_;
   std::vector<LinkableCode> own_;
   std::vector<LinkableCode> external_;
 };

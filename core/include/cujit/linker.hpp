@@ -51,6 +51,12 @@ bool backend_accepts(LinkerBackend backend, Format format) noexcept;
 // LTO-IR when LTO is on and the backend takes LTO-IR, otherwise PTX.
 CompileTarget cu_compile_target(LinkerBackend backend, bool lto) noexcept;
 
+// A `cu` input compiled the way a link with these options on this backend needs it
+// (cu_compile_target; headers, include paths and options from `options`), keeping its
+// name stem and nrt flag. Other formats are returned unchanged.
+LinkableCode compile_for_link(LinkableCode code, const LinkOptions& options,
+                              LinkerBackend backend);
+
 struct LinkResult {
   Bytes cubin;
   std::string info_log;
