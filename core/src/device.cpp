@@ -144,6 +144,30 @@ void copy_to_host(void* dst, DevicePtr src, std::size_t bytes) {
                 "copying " + std::to_string(bytes) + " bytes from the device");
 }
 
+void copy_to_device_async(DevicePtr dst, const void* src, std::size_t bytes, StreamHandle stream) {
+  detail::ensure_context();
+  detail::check(detail::driver().cuMemcpyHtoDAsync(dst, src, bytes, static_cast<CUstream>(stream)),
+                "cuMemcpyHtoDAsync", "copying " + std::to_string(bytes) + " bytes to the device");
+}
+
+void copy_to_host_async(void* dst, DevicePtr src, std::size_t bytes, StreamHandle stream) {
+  detail::ensure_context();
+  detail::check(detail::driver().cuMemcpyDtoHAsync(dst, src, bytes, static_cast<CUstream>(stream)),
+                "cuMemcpyDtoHAsync", "copying " + std::to_string(bytes) + " bytes from the device");
+}
+
+void copy_device_async(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamHandle stream) {
+  detail::ensure_context();
+  detail::check(detail::driver().cuMemcpyDtoDAsync(dst, src, bytes, static_cast<CUstream>(stream)),
+                "cuMemcpyDtoDAsync", "copying " + std::to_string(bytes) + " bytes on the device");
+}
+
+void synchronize(StreamHandle stream) {
+  detail::ensure_context();
+  detail::check(detail::driver().cuStreamSynchronize(static_cast<CUstream>(stream)),
+                "cuStreamSynchronize", "synchronising a stream");
+}
+
 void DeviceBuffer::copy_from_host(const void* src, std::size_t bytes) {
   check_range(bytes, size_, "DeviceBuffer::copy_from_host");
   copy_to_device(ptr_, src, bytes);

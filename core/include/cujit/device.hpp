@@ -33,6 +33,13 @@ using DevicePtr = unsigned long long;
 void copy_to_device(DevicePtr dst, const void* src, std::size_t bytes);
 void copy_to_host(void* dst, DevicePtr src, std::size_t bytes);
 
+// Asynchronous copies on a stream (host memory should be pinned for real overlap; pageable
+// memory works and is staged by the driver).
+void copy_to_device_async(DevicePtr dst, const void* src, std::size_t bytes, StreamHandle stream);
+void copy_to_host_async(void* dst, DevicePtr src, std::size_t bytes, StreamHandle stream);
+void copy_device_async(DevicePtr dst, DevicePtr src, std::size_t bytes, StreamHandle stream);
+void synchronize(StreamHandle stream);
+
 // Owning, move-only CUstream (non-blocking).
 class Stream {
  public:

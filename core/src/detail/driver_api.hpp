@@ -20,7 +20,12 @@ namespace cujit::detail {
   X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions)        \
   X(cuFuncGetName) X(cuFuncGetParamInfo) X(cuLaunchKernel) X(cuStreamCreate)              \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)    \
-  X(cuMemcpyDtoH) X(cuMemsetD8)
+  X(cuMemcpyDtoH) X(cuMemsetD8) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)                 \
+  X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuLaunchHostFunc) X(cuGraphCreate)           \
+  X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphAddMemcpyNode) X(cuGraphAddMemsetNode) \
+  X(cuGraphAddHostNode) X(cuGraphAddEmptyNode) X(cuGraphGetNodes) X(cuGraphInstantiateWithFlags) \
+  X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuGraphExecKernelNodeSetParams) X(cuGraphExecUpdate) \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuCtxGetDevice)
 
 struct DriverApi {
 #define CUJIT_DECLARE_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;
