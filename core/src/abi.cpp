@@ -6,6 +6,7 @@
 #include "cujit/device.hpp"
 #include "cujit/error.hpp"
 #include "cujit/program.hpp"
+#include "detail/record.hpp"
 
 namespace cujit::abi {
 namespace {
@@ -195,15 +196,31 @@ CompiledFunction compile(const DeviceFunction& function, const CompileOptions& o
   const std::string symbol = function.kernel ? mangle_numba(function.module, function.name,
                                                             function.signature.args)
                                              : symbol_of(function, abi, options.abi_name);
-  ::cujit::CompileOptions compile_options;
-  compile_options.arch = options.arch;
-  compile_options.target = target;
-  compile_options.options = options.nvrtc_options;
-  CompileResult result = Program(generate_source(function, abi, symbol),
-                                 function.module + "." + function.name + ".cu")
-                             .compile(compile_options);
-  return CompiledFunction{std::move(result.code), symbol,
-                          declaration_of(symbol, function.signature, abi), std::move(result.log)};
+  const std::string source = generate_source(function, abi, symbol);
+  const std::string program_name = function.module + "." + function.name + ".cu";
+  CacheKey key("abi-function");
+  key.add("source", source);
+  key.add("target", to_string(target));
+  key.add("arch", options.arch.sm());
+  key.add_options("nvrtc-options", options.nvrtc_options);
+  BuildCache& cache = options.cache != nullptr ? *options.cache : BuildCache::global();
+  const auto payload = detail::decode_record(cache.get_or_build(key, [&] {
+    ::cujit::CompileOptions compile_options;
+    compile_options.arch = options.arch;
+    compile_options.target = target;
+    compile_options.options = options.nvrtc_options;
+    CompileResult result = Program(source, program_name).compile(compile_options);
+    return detail::encode_record({{"code", result.code.bytes()}, {"log", result.log}});
+  }));
+  if (!payload || payload->count("code") == 0) {
+    throw Error(ErrorKind::cache, component, "cached output of '" + program_name + "' is malformed");
+  }
+  const std::string output_name =
+      program_name.substr(0, program_name.size() - 3) + (target == CompileTarget::ltoir ? ".ltoir" : ".ptx");
+  LinkableCode code = LinkableCode::from_bytes(
+      target == CompileTarget::ltoir ? Format::ltoir : Format::ptx, payload->at("code"), output_name);
+  return CompiledFunction{std::move(code), symbol, declaration_of(symbol, function.signature, abi),
+                          payload->count("log") ? payload->at("log") : std::string{}};
 }
 
 CompiledFunction compile_for_current_device(const DeviceFunction& function,

@@ -8,6 +8,7 @@
 
 #include "cujit/error.hpp"
 #include "detail/ptx_scan.hpp"
+#include "detail/record.hpp"
 
 namespace cujit {
 namespace {
@@ -237,17 +238,39 @@ LinkedKernel KernelBuilder::link_cubin() const {
     throw Error(ErrorKind::usage, "KernelBuilder::link_cubin",
                 "kernel '" + kernel_name_ + "' has no source; add its own code with source()");
   }
-  Linker linker(link_options());
-  LinkSet set = resolve(linker.backend());
+  const LinkerBackend backend = Linker(link_options()).backend();
+  LinkSet set = resolve(backend);
   const nrt::Decision decision = decision_for(set);
-  for (const LinkableCode& code : set.codes) linker.add(code);
+  std::optional<LinkableCode> runtime;
   if (decision.link) {
-    const CompileTarget target = cu_compile_target(linker.backend(), options_.lto);
-    linker.add(nrt::library(options_.arch, target, options_.compile_options));
+    runtime = nrt::library(options_.arch, cu_compile_target(backend, options_.lto),
+                           options_.compile_options, cache());
   }
+  // The key: everything the link reads (each input's format and bytes, in order).
+  CacheKey key("kernel-link");
+  key.add("backend", to_string(backend));
+  key.add("arch", options_.arch.sm());
+  key.add("lto", options_.lto ? 1 : 0);
+  for (const LinkableCode& code : set.codes) {
+    key.add("input", std::string(to_string(code.format())) + ":" + sha256_hex(code.bytes()));
+  }
+  key.add("nrt", runtime ? sha256_hex(runtime->bytes()) : "not linked");
   try {
-    return LinkedKernel{kernel_name_, decision, linker.link(), std::move(set.resolved),
-                        set.provider_requests};
+    CacheSource source = CacheSource::built;
+    const auto payload = detail::decode_record(cache().get_or_build(key, [&] {
+      Linker linker(link_options());
+      for (const LinkableCode& code : set.codes) linker.add(code);
+      if (runtime) linker.add(*runtime);
+      LinkResult result = linker.link();
+      return detail::encode_record({{"cubin", std::move(result.cubin)}, {"info_log", result.info_log}});
+    }, &source));
+    if (!payload || payload->count("cubin") == 0) {
+      throw Error(ErrorKind::cache, "KernelBuilder", "cached link of '" + kernel_name_ + "' is malformed");
+    }
+    LinkResult link{payload->at("cubin"), payload->count("info_log") ? payload->at("info_log") : "",
+                    backend, {}};
+    return LinkedKernel{kernel_name_, decision, std::move(link), std::move(set.resolved),
+                        set.provider_requests, source, key.digest()};
   } catch (const LinkError& error) {
     std::vector<std::string> missing;
     for (const std::string& symbol : error.unresolved_symbols()) {
@@ -268,9 +291,13 @@ LinkedKernel KernelBuilder::link_cubin() const {
   }
 }
 
+BuildCache& KernelBuilder::cache() const {
+  return options_.cache != nullptr ? *options_.cache : BuildCache::global();
+}
+
 BuiltKernel KernelBuilder::build() const {
   LinkedKernel linked = link_cubin();
-  std::shared_ptr<Module> module = Module::load(linked.link.cubin, kernel_name_);
+  std::shared_ptr<Module> module = cache().module(linked.key, linked.link.cubin, kernel_name_);
   Kernel kernel = module->kernel(kernel_name_);
   return BuiltKernel{std::move(module), std::move(kernel), linked.nrt};
 }

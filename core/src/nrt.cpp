@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "cujit/error.hpp"
+#include "cujit/cache_key.hpp"
 #include "cujit/module.hpp"
 #include "detail/ptx_scan.hpp"
 
@@ -97,22 +98,27 @@ std::vector<Header> headers() {
 std::string_view header_source() noexcept { return embedded::nrt_header; }
 
 LinkableCode library(const Arch& arch, CompileTarget target,
-                     const std::vector<std::string>& options) {
-  using Key = std::tuple<Arch, CompileTarget, std::vector<std::string>>;
-  static std::mutex mutex;
-  static std::map<Key, LinkableCode> built;
-  const Key key{arch, target, options};
-  // Held while compiling: concurrent first requests for one key wait for one build.
-  std::lock_guard<std::mutex> lock(mutex);
-  if (const auto found = built.find(key); found != built.end()) return found->second;
-  CompileOptions compile;
-  compile.arch = arch;
-  compile.target = target;
-  compile.headers = headers();
-  compile.options = options;
-  CompileResult result = Program(std::string(embedded::nrt_source), "cujit_nrt.cu").compile(compile);
-  ++compilations;
-  return built.emplace(key, std::move(result.code)).first->second;
+                     const std::vector<std::string>& options, BuildCache& cache) {
+  CacheKey key("nrt-library");
+  key.add("arch", arch.sm());
+  key.add("target", to_string(target));
+  key.add_options("nvrtc-options", options);
+  key.add("source", sha256_hex(std::string(embedded::nrt_source) + std::string(embedded::nrt_header) +
+                               std::string(embedded::nrt_functions)));
+  Bytes bytes = cache.get_or_build(key, [&] {
+    CompileOptions compile;
+    compile.arch = arch;
+    compile.target = target;
+    compile.headers = headers();
+    compile.options = options;
+    CompileResult result =
+        Program(std::string(embedded::nrt_source), "cujit_nrt.cu").compile(compile);
+    ++compilations;
+    return result.code.bytes();
+  });
+  const std::string name = target == CompileTarget::ltoir ? "cujit_nrt.ltoir" : "cujit_nrt.ptx";
+  return LinkableCode::from_bytes(target == CompileTarget::ltoir ? Format::ltoir : Format::ptx,
+                                  std::move(bytes), name);
 }
 
 std::uint64_t library_compilations() noexcept { return compilations.load(); }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cujit/arch.hpp"
+#include "cujit/build_cache.hpp"
 #include "cujit/linkable_code.hpp"
 #include "cujit/signature.hpp"
 
@@ -37,6 +38,8 @@ struct CompileOptions {
   std::string output = "ptx";           // "ptx" or "ltoir"
   Arch arch;
   std::vector<std::string> nvrtc_options;
+  // Where the output is cached; null means BuildCache::global().
+  BuildCache* cache = nullptr;
 };
 
 struct CompiledFunction {

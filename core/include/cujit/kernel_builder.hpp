@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cujit/build_cache.hpp"
 #include "cujit/link_provider.hpp"
 #include "cujit/linker.hpp"
 #include "cujit/module.hpp"
@@ -26,6 +27,8 @@ struct KernelOptions {
   std::optional<bool> nrt;
   std::vector<std::string> include_paths;
   std::vector<std::string> compile_options;
+  // Where links (and loaded modules) are cached; null means BuildCache::global().
+  BuildCache* cache = nullptr;
 };
 
 // One declared function a build found referenced, and where its code came from.
@@ -43,6 +46,9 @@ struct LinkedKernel {
   std::vector<ResolvedCall> resolved;
   // Provider requests made by this build (one per distinct provider and signature).
   std::size_t provider_requests = 0;
+  // Where the cubin came from, and the cache key's digest.
+  CacheSource source = CacheSource::built;
+  std::string key;
 };
 
 struct BuiltKernel {
@@ -85,6 +91,7 @@ class KernelBuilder {
   std::vector<Header> headers() const;
   LinkSet resolve(LinkerBackend backend) const;
   nrt::Decision decision_for(const LinkSet& set) const;
+  BuildCache& cache() const;
   std::vector<std::string> culprits_of(const std::string& log, const LinkSet& set) const;
 
   std::string kernel_name_;

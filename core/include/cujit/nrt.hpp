@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cujit/arch.hpp"
+#include "cujit/build_cache.hpp"
 #include "cujit/linkable_code.hpp"
 #include "cujit/program.hpp"
 
@@ -59,11 +60,13 @@ std::vector<Header> headers();
 // The header text, for code compiled outside cujit.
 std::string_view header_source() noexcept;
 
-// The NRT library for `arch`, compiled with NVRTC once per (arch, target, options) in this
-// process and reused; marked nrt = false (it is the runtime, not a user of it).
+// The NRT library for `arch`, compiled with NVRTC once per (arch, target, options) and
+// reused through the build cache (memory, then disk); marked nrt = false (it is the
+// runtime, not a user of it).
 LinkableCode library(const Arch& arch, CompileTarget target,
-                     const std::vector<std::string>& options = {});
-// How many times library() compiled (the rest were reuses).
+                     const std::vector<std::string>& options = {},
+                     BuildCache& cache = BuildCache::global());
+// How many times library() compiled in this process (the rest came from the cache).
 std::uint64_t library_compilations() noexcept;
 
 struct Stats {

@@ -1,0 +1,99 @@
+#pragma once
+// BuildCache: the one cache for every build in cujit (reduce builds, the NRT library,
+// C-ABI outputs, kernel links). A memory tier (LRU bounded in bytes, one build per key at a
+// time, loaded modules per context) in front of a disk tier (fan-out directories, atomic
+// entries with a checksum). A cache that cannot be used never fails a build: it records a
+// warning, counts it, and builds.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cujit/cache_key.hpp"
+#include "cujit/linkable_code.hpp"
+
+namespace cujit {
+
+class Module;
+
+enum class CacheMode { off, memory, disk };
+std::string_view to_string(CacheMode mode) noexcept;
+
+struct CacheConfig {
+  CacheMode mode = CacheMode::disk;
+  std::filesystem::path directory;
+  std::uint64_t max_disk_bytes = std::uint64_t{1} << 30;
+  std::uint64_t max_memory_bytes = std::uint64_t{256} << 20;
+  // Disk entries used this recently are never evicted (another process may be using them).
+  std::chrono::seconds protect_recent{300};
+
+  // From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,
+  // else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES. Unparseable values
+  // keep the default and are reported by warnings().
+  static CacheConfig from_environment();
+  std::vector<std::string> warnings;
+};
+
+struct CacheStats {
+  std::uint64_t memory_hits = 0;
+  std::uint64_t disk_hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t builds = 0;
+  std::uint64_t waits = 0;  // callers that waited for another caller's build of the same key
+  std::uint64_t corrupt_entries = 0;
+  std::uint64_t memory_evictions = 0;
+  std::uint64_t disk_evictions = 0;
+  std::uint64_t disk_write_failures = 0;
+  std::uint64_t memory_bytes = 0;
+  std::uint64_t memory_entries = 0;
+};
+
+// Where a get_or_build() answer came from.
+enum class CacheSource { memory, disk, built, waited };
+std::string_view to_string(CacheSource source) noexcept;
+
+class BuildCache {
+ public:
+  explicit BuildCache(CacheConfig config);
+  ~BuildCache();
+  BuildCache(const BuildCache&) = delete;
+  BuildCache& operator=(const BuildCache&) = delete;
+
+  // The process-wide cache, configured from the environment on first use.
+  static BuildCache& global();
+
+  // The payload for `key`: from memory, else disk, else build() (whose result is stored
+  // in both tiers). Concurrent callers of one key share one build(); if it throws, they
+  // all get its exception and nothing is stored.
+  std::string get_or_build(const CacheKey& key, const std::function<std::string()>& build,
+                           CacheSource* source = nullptr);
+
+  // The module loaded from `cubin` (the payload part of the entry with this key digest) in
+  // the calling thread's context, loaded once per context while the memory entry lives.
+  std::shared_ptr<Module> module(const std::string& key_digest, const Bytes& cubin,
+                                 const std::string& name);
+
+  CacheStats stats() const;
+  // Warnings recorded so far (unusable directory, failed writes, corrupt entries...).
+  std::vector<std::string> warnings() const;
+  const CacheConfig& config() const noexcept { return config_; }
+  // Whether the disk tier is in use (mode disk and the directory passed its checks).
+  bool disk_usable() const noexcept;
+  std::uint64_t disk_bytes() const;
+  // Empties both tiers; returns the number of disk entries removed.
+  std::size_t clear();
+
+ private:
+  struct State;
+  void warn(std::string message) const;
+  CacheConfig config_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace cujit
