@@ -1,0 +1,259 @@
+// The reduce build and reduce_into: builds without a GPU up to the cubin, every operator
+// form, errors; on a GPU the type x operator x n matrix against a long double reference,
+// and cached builds (memory, disk, new process) giving the same results as a fresh one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "cujit/reduce.hpp"
+#include "support/fixtures.hpp"
+#include "support/reduce_data.hpp"
+
+namespace cujit {
+namespace {
+
+using reduce::Builtin;
+using reduce::Operator;
+using reduce::ReduceSpec;
+
+ReduceSpec spec_for(const std::string& type, Operator op = Operator::builtin(Builtin::sum),
+                    const std::string& arch = "sm_90") {
+  ReduceSpec spec;
+  spec.input = spec.output = spec.accumulator = Type::parse(type);
+  spec.op = std::move(op);
+  spec.arch = Arch::parse(arch);
+  return spec;
+}
+
+abi::DeviceFunction device_max() {
+  abi::DeviceFunction fn;
+  fn.name = "max_i32";
+  fn.signature = Signature::parse("int32(int32, int32)");
+  fn.param_names = {"a", "b"};
+  fn.body = "return a < b ? b : a;";
+  return fn;
+}
+
+Operator numba_min() {
+  return Operator::foreign(
+      LinkableCode::from_path(test::scenario_path("fixtures/numba/min_i32_c_abi.ltoir")), "min_i32",
+      Signature::parse("int32(int32, int32)"));
+}
+
+// ---- CPU -----------------------------------------------------------------------------
+
+TEST(ReduceBuild, ToCubinWithoutAGpu) {
+  const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32"));
+  EXPECT_EQ(detect_format(build.cubin), Format::cubin);
+  EXPECT_NE(build.cubin.find(build.tiles_kernel), std::string::npos);
+  EXPECT_NE(build.cubin.find(build.final_kernel), std::string::npos);
+  EXPECT_EQ(build.accumulator_size, 4u);
+  EXPECT_EQ(build.key.size(), 64u);
+  const reduce::ReduceBuild again = reduce::build_reduce(spec_for("int32"));
+  EXPECT_EQ(again.source, CacheSource::memory);
+  EXPECT_EQ(again.cubin, build.cubin);
+}
+
+TEST(ReduceBuild, EveryOperatorForm) {
+  for (Operator op : {Operator::device_function(device_max()),
+                      Operator::cuda_source("extern \"C\" __device__ int or_i32(int a, int b) { return a | b; }",
+                                            "or_i32")}) {
+    const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32", op));
+    EXPECT_EQ(detect_format(build.cubin), Format::cubin) << op.describe();
+  }
+  const reduce::ReduceBuild foreign = reduce::build_reduce(spec_for("int32", numba_min(), "sm_90a"));
+  EXPECT_EQ(detect_format(foreign.cubin), Format::cubin);
+}
+
+TEST(ReduceBuild, UnsupportedTypesAreUsageErrors) {
+  for (const char* type : {"bool", "int32*"}) {
+    CUJIT_EXPECT_ERROR((void)reduce::build_reduce(spec_for(type)), ErrorKind::usage, error,
+                       EXPECT_NE(std::string(error.what()).find(type), std::string::npos););
+  }
+}
+
+TEST(ReduceBuild, OperatorSignatureMustMatchTheAccumulator) {
+  abi::DeviceFunction fn = device_max();
+  fn.signature = Signature::parse("float32(float32, float32)");
+  CUJIT_EXPECT_ERROR((void)reduce::build_reduce(spec_for("int32", Operator::device_function(fn))),
+                     ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("int32(int32, int32)"), std::string::npos););
+  CUJIT_EXPECT_ERROR((void)reduce::build_reduce(spec_for("float64", numba_min(), "sm_90a")),
+                     ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("min_i32"), std::string::npos););
+  CUJIT_EXPECT_ERROR((void)Operator::foreign(LinkableCode::from_path(test::fixture_path("scale_kernel.cubin")),
+                                             "x", Signature::parse("int32(int32, int32)")),
+                     ErrorKind::usage, error, (void)error;);
+}
+
+TEST(ReduceBuild, AnOperatorThatDoesNotCompileCarriesTheLog) {
+  const Operator broken = Operator::cuda_source(
+      "extern \"C\" __device__ int bad(int a, int b) { return a + undefined_thing; }", "bad");
+  CUJIT_EXPECT_ERROR((void)reduce::build_reduce(spec_for("int32", broken)), ErrorKind::compile, error,
+                     EXPECT_NE(error.log().find("undefined_thing"), std::string::npos););
+}
+
+TEST(ReduceBuild, ReduceIntoWithoutADeviceIsACudaError) {
+  if (has_device()) GTEST_SKIP() << "a CUDA device is present; this checks the no-device path";
+  const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32"));
+  CUJIT_EXPECT_ERROR(reduce::reduce_into(build, 0, 0, 10, 0), ErrorKind::cuda, error,
+                     EXPECT_NE(std::string(error.what()).find("not loaded"), std::string::npos););
+}
+
+// ---- GPU -----------------------------------------------------------------------------
+
+const std::uint64_t sizes[] = {0, 1, 255, 256, 257, 1000003, std::uint64_t{1} << 28};
+
+long double init_for(Builtin op) {
+  switch (op) {
+    case Builtin::sum: return 3;
+    case Builtin::min: return 1500;   // above every value: the data decides, unless n = 0
+    case Builtin::max: return -1000;  // at or below every value
+  }
+  return 0;
+}
+
+ArgValue init_value(const Type& type, long double value) {
+  switch (type.scalar) {
+    case Scalar::int32: return arg_value(static_cast<std::int32_t>(value));
+    case Scalar::int64: return arg_value(static_cast<std::int64_t>(value));
+    case Scalar::uint32: return arg_value(static_cast<std::uint32_t>(std::max<long double>(value, 0)));
+    case Scalar::uint64: return arg_value(static_cast<std::uint64_t>(std::max<long double>(value, 0)));
+    case Scalar::float32: return arg_value(static_cast<float>(value));
+    case Scalar::float64: return arg_value(static_cast<double>(value));
+    default: throw std::logic_error("unexpected type");
+  }
+}
+
+// The stated tolerance for floating-point sums: each thread adds a chain of about
+// n / threads items, then a tree of depth log2(threads) combines the chains; the error is
+// bounded by eps * (chain + depth + 2) * sum |x|. Integers, min and max are exact.
+long double tolerance(const reduce::ReduceBuild& build, const Type& type, Builtin op,
+                      std::uint64_t n, long double sum_abs) {
+  if (op != Builtin::sum || (type.scalar != Scalar::float32 && type.scalar != Scalar::float64)) return 0;
+  const long double eps = type.scalar == Scalar::float32 ? 1.1920929e-7L : 2.220446e-16L;
+  const long double threads =
+      static_cast<long double>(reduce::temp_bytes(build, n) / build.accumulator_size) * build.block_size;
+  const long double chain = std::ceil(static_cast<long double>(n) / threads);
+  return eps * (chain + std::log2(threads) + 2) * sum_abs;
+}
+
+struct MatrixCell {
+  const char* type;
+  Builtin op;
+};
+
+class GpuReduceMatrix : public ::testing::TestWithParam<MatrixCell> {
+ protected:
+  void SetUp() override { CUJIT_REQUIRE_DEVICE(); }
+};
+
+TEST_P(GpuReduceMatrix, MatchesTheReferenceForEveryN) {
+  const ReduceSpec spec = spec_for(GetParam().type, Operator::builtin(GetParam().op),
+                                   Arch::of_device(0).sm());
+  const reduce::ReduceBuild build = reduce::build_reduce(spec);
+  const Type& type = spec.input;
+  const long double init = init_for(GetParam().op) < 0 && (type.scalar == Scalar::uint32 ||
+                                                          type.scalar == Scalar::uint64)
+                               ? 0
+                               : init_for(GetParam().op);
+  const std::uint64_t largest = sizes[std::size(sizes) - 1];
+  DeviceBuffer in(largest * type.size()), out(8);
+  test::fill_device(type, in.ptr(), largest);  // the first n items are value(0..n-1) for any n
+  for (std::uint64_t n : sizes) {
+    SCOPED_TRACE(testing::Message() << GetParam().type << " " << reduce::to_string(GetParam().op)
+                                    << " n=" << n);
+    out.fill_bytes(0xA5);
+    reduce::reduce_into(build, in.ptr(), out.ptr(), n, init_value(type, init));
+    synchronize(nullptr);
+    const long double got = test::read_result(type, out.ptr());
+    const test::Reference want = test::reference(type, GetParam().op, n, init);
+    const long double tol = tolerance(build, type, GetParam().op, n, want.sum_abs);
+    EXPECT_LE(std::fabs(got - want.value), tol) << "got " << static_cast<double>(got) << " want "
+                                                << static_cast<double>(want.value);
+  }
+}
+
+std::vector<MatrixCell> matrix() {
+  std::vector<MatrixCell> cells;
+  for (const char* type : {"int32", "int64", "uint32", "uint64", "float32", "float64"}) {
+    for (Builtin op : {Builtin::sum, Builtin::min, Builtin::max}) cells.push_back({type, op});
+  }
+  return cells;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cells, GpuReduceMatrix, ::testing::ValuesIn(matrix()),
+                         [](const auto& cell) {
+                           return std::string(cell.param.type) + "_" +
+                                  std::string(reduce::to_string(cell.param.op));
+                         });
+
+TEST(GpuReduceOperators, ForeignAndUserOperators) {
+  CUJIT_REQUIRE_DEVICE();
+  const Type int32 = Type::parse("int32");
+  const std::uint64_t largest = std::uint64_t{1} << 28;
+  DeviceBuffer in(largest * 4), out(4);
+  test::fill_device(int32, in.ptr(), largest);
+  struct Case {
+    Operator op;
+    std::string arch;
+    Builtin equivalent;
+  };
+  const std::vector<Case> cases = {
+      {numba_min(), "sm_90a", Builtin::min},
+      {Operator::device_function(device_max()), Arch::of_device(0).sm(), Builtin::max},
+      {Operator::cuda_source("extern \"C\" __device__ int add_i32(int a, int b) { return a + b; }",
+                             "add_i32"),
+       Arch::of_device(0).sm(), Builtin::sum},
+  };
+  for (const Case& c : cases) {
+    const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32", c.op, c.arch));
+    for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{257}, std::uint64_t{1000003}, largest}) {
+      SCOPED_TRACE(testing::Message() << c.op.describe() << " n=" << n);
+      const long double init = init_for(c.equivalent);
+      reduce::reduce_into(build, in.ptr(), out.ptr(), n, static_cast<std::int32_t>(init));
+      synchronize(nullptr);
+      EXPECT_EQ(test::read_result(int32, out.ptr()), test::reference(int32, c.equivalent, n, init).value);
+    }
+  }
+}
+
+TEST(GpuReduceCache, CachedBuildsGiveTheSameResultsAsAFreshOne) {
+  CUJIT_REQUIRE_DEVICE();
+  test::TempDir dir;
+  CacheConfig config;
+  config.mode = CacheMode::disk;
+  config.directory = dir.path() / "cache";
+  const std::uint64_t n = 1000003;
+  const Type int32 = Type::parse("int32");
+  DeviceBuffer in(n * 4), out(4);
+  test::fill_device(int32, in.ptr(), n);
+  auto run = [&](BuildCache& cache, CacheSource expected) {
+    ReduceSpec spec = spec_for("int32", Operator::builtin(Builtin::sum), Arch::of_device(0).sm());
+    const reduce::ReduceBuild build = reduce::build_reduce(spec, cache);
+    EXPECT_EQ(build.source, expected);
+    reduce::reduce_into(build, in.ptr(), out.ptr(), n, 3);
+    synchronize(nullptr);
+    return test::read_result(int32, out.ptr());
+  };
+  BuildCache first(config);
+  const long double fresh = run(first, CacheSource::built);
+  EXPECT_EQ(run(first, CacheSource::memory), fresh);
+  BuildCache second(config);
+  EXPECT_EQ(run(second, CacheSource::disk), fresh);
+  EXPECT_EQ(fresh, test::reference(int32, Builtin::sum, n, 3).value);
+
+  // A new process reading the disk entry.
+  const std::string command = std::string(CUJIT_REDUCE_CHILD) + " " + config.directory.string() + " " +
+                              std::to_string(n);
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  ASSERT_TRUE(pipe);
+  char line[256] = {};
+  ASSERT_NE(std::fgets(line, sizeof line, pipe.get()), nullptr) << command;
+  EXPECT_EQ(std::string(line), "disk " + std::to_string(static_cast<long long>(fresh)) + "\n");
+}
+
+}  // namespace
+}  // namespace cujit
