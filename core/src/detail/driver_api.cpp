@@ -15,8 +15,12 @@ struct LoadedDriver {
   std::string reason;
 };
 
-using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
-                                    CUdriverProcAddressQueryResult*);
+// The exported symbol a cuda.h name stands for: "cuLinkCreate" expands to cuLinkCreate_v2,
+// whose declaration is the type of the table entry. cuGetProcAddress is not used: for some
+// entry points (cuCtxGetDevice, cuCtxSynchronize) it returns the CUDA 13 variant, whose
+// parameters differ from the declaration cuda.h gives that name.
+#define CUJIT_STRINGIFY(name) #name
+#define CUJIT_EXPANDED_NAME(name) CUJIT_STRINGIFY(name)
 
 LoadedDriver load_driver() {
   LoadedDriver loaded;
@@ -28,25 +32,16 @@ LoadedDriver load_driver() {
                     (why != nullptr ? why : "no reason given") + ")";
     return loaded;
   }
-  auto get_proc = reinterpret_cast<GetProcAddress>(dlsym(library, "cuGetProcAddress_v2"));
-  if (get_proc == nullptr) {
-    loaded.reason = "libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)";
-    return loaded;
-  }
   auto resolve = [&](const char* name, void** slot) {
-    CUdriverProcAddressQueryResult status{};
-    const CUresult result = get_proc(name, slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT,
-                                     &status);
-    if (result != CUDA_SUCCESS || *slot == nullptr) {
-      if (loaded.reason.empty()) {
-        loaded.reason = std::string("the driver does not provide ") + name +
-                        " for CUDA " + std::to_string(CUDA_VERSION);
-      }
-      *slot = nullptr;
+    *slot = dlsym(library, name);
+    if (*slot == nullptr && loaded.reason.empty()) {
+      loaded.reason = std::string("libcuda.so.1 has no ") + name + " (driver older than CUDA " +
+                      std::to_string(CUDA_VERSION / 1000) + "." +
+                      std::to_string(CUDA_VERSION % 1000 / 10) + "?)";
     }
   };
 #define CUJIT_RESOLVE_DRIVER_MEMBER(fn) \
-  resolve(#fn, reinterpret_cast<void**>(&loaded.api.fn));
+  resolve(CUJIT_EXPANDED_NAME(fn), reinterpret_cast<void**>(&loaded.api.fn));
   CUJIT_DRIVER_FUNCTIONS(CUJIT_RESOLVE_DRIVER_MEMBER)
 #undef CUJIT_RESOLVE_DRIVER_MEMBER
   if (!loaded.reason.empty()) return loaded;

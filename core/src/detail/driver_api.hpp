@@ -1,5 +1,5 @@
 #pragma once
-// The Driver API, loaded at run time with dlopen + cuGetProcAddress. Linking libcuda
+// The Driver API, loaded at run time with dlopen + dlsym of the symbols cuda.h names. Linking libcuda
 // directly would stop every cujit binary from starting on machines without a driver (CI),
 // where NVRTC and nvJitLink work fine.
 
