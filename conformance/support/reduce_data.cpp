@@ -98,7 +98,8 @@ void fill_device(const Type& type, DevicePtr out, std::uint64_t count) {
 Reference reference(const Type& type, reduce::Builtin op, std::uint64_t n, long double init) {
   const unsigned workers = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
   std::vector<Reference> parts(workers);
-  std::vector<bool> seen(workers, false);
+  // Not vector<bool>: its elements share words, so writes from several threads would race.
+  std::vector<char> seen(workers, 0);
   std::vector<std::thread> threads;
   for (unsigned w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
@@ -118,13 +119,13 @@ Reference reference(const Type& type, reduce::Builtin op, std::uint64_t n, long 
         have = true;
       }
       parts[w] = part;
-      seen[w] = have;
+      seen[w] = have ? 1 : 0;
     });
   }
   for (auto& t : threads) t.join();
   Reference total{init, std::fabs(init)};
   for (unsigned w = 0; w < workers; ++w) {
-    if (!seen[w]) continue;
+    if (seen[w] == 0) continue;
     total.sum_abs += parts[w].sum_abs;
     if (op == reduce::Builtin::sum) {
       total.value += parts[w].value;
