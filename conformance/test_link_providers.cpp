@@ -134,6 +134,44 @@ TEST(LinkProviders, ProviderCodeCallingDeclaredFunctionsResolvesToAFixedPoint) {
   EXPECT_EQ(linked.resolved.size(), 2u);
 }
 
+TEST(LinkProviders, LtoIrReferencesAreResolvedFromTheLinkReport) {
+  // LTO-IR is compressed, so what it calls cannot be scanned: the builder links, reads the
+  // unresolved symbols nvJitLink reports, resolves the declared ones and links again.
+  auto inner = std::make_shared<RecordingProvider>("inner");
+  const DeclaredFunction inner_fn = declared("inner", {"int32(int32)"}, inner);
+  class OuterLtoProvider : public LinkProvider {
+   public:
+    explicit OuterLtoProvider(std::string declarations) : declarations_(std::move(declarations)) {}
+    std::string name() const override { return "outer-lto-provider"; }
+    std::vector<LinkableCode> code_for(const Signature&) override {
+      CompileOptions options;
+      options.target = CompileTarget::ltoir;
+      options.headers = {{"cujit/declarations.cuh", declarations_}};
+      return {Program(test::read_bytes(test::scenario_path("fixtures/providers/outer_calls_inner.cu")),
+                      "outer_calls_inner.cu")
+                  .compile(options)
+                  .code};
+    }
+
+   private:
+    std::string declarations_;
+  };
+  KernelOptions options;
+  options.lto = true;
+  KernelBuilder builder("outer_caller", options);
+  DeclaredFunction outer_fn = declared(
+      "outer", {"int32(int32)"},
+      std::make_shared<OuterLtoProvider>(declarations_header(std::vector<DeclaredFunction>{inner_fn})));
+  outer_fn.abi = abi::Abi::c;
+  builder.declare(outer_fn);
+  builder.declare(inner_fn);
+  builder.source(provider_fixture("outer_caller.cu"));
+  const LinkedKernel linked = builder.link_cubin();
+  EXPECT_EQ(inner->asked, std::vector<std::string>{"int32(int32)"});
+  EXPECT_EQ(linked.resolved.size(), 2u);
+  EXPECT_EQ(detect_format(linked.link.cubin), Format::cubin);
+}
+
 TEST(LinkProviders, ProviderNrtItemsFeedThePolicy) {
   class ShimProvider : public LinkProvider {
    public:

@@ -34,15 +34,17 @@ bool same_code(const LinkableCode& a, const LinkableCode& b) {
   return a.format() == b.format() && a.bytes() == b.bytes();
 }
 
-// Whether `code` references `symbol`. PTX is read token-exactly; other formats (LTO-IR
-// bitcode, ELF) keep symbol names as plain strings, so a byte search finds every real
-// reference and, rarely, a name that only contains the symbol: that costs an unneeded
-// provider request, never a missing one.
+// Whether `code` visibly references `symbol`. PTX is read token-exactly; ELF-based formats
+// keep symbol names as plain strings, so a byte search finds every real reference (and,
+// rarely, a longer name containing it: an unneeded request, never a missing one). LTO-IR
+// is compressed and shows nothing: its references surface as unresolved symbols when it is
+// linked, and link_cubin resolves those and links again.
 bool references(const LinkableCode& code, const std::vector<std::string>& ptx_externs,
                 const std::string& symbol) {
   if (code.format() == Format::ptx) {
     return std::find(ptx_externs.begin(), ptx_externs.end(), symbol) != ptx_externs.end();
   }
+  if (code.format() == Format::ltoir) return false;
   return code.bytes().find(symbol) != std::string::npos;
 }
 
@@ -100,18 +102,34 @@ KernelBuilder& KernelBuilder::declare(DeclaredFunction function) {
   return *this;
 }
 
+LinkableCode KernelBuilder::compile_cached(const LinkableCode& code, CompileTarget target) const {
+  CompileOptions compile;
+  compile.arch = options_.arch;
+  compile.target = target;
+  compile.include_paths = options_.include_paths;
+  compile.headers = headers();
+  compile.options = options_.compile_options;
+  CacheKey key("nvrtc");
+  key.add("source", code.bytes());
+  key.add("target", to_string(target));
+  key.add("arch", options_.arch.sm());
+  key.add_options("nvrtc-options", nvrtc_options(compile));
+  for (const Header& header : compile.headers) key.add("header:" + header.name, header.content);
+  const std::string bytes = cache().get_or_build(key, [&] {
+    return Program(code.bytes(), code.name()).compile(compile).code.bytes();
+  });
+  const std::string stem = code.name().size() > 3 && code.name().ends_with(".cu")
+                               ? code.name().substr(0, code.name().size() - 3)
+                               : code.name();
+  LinkableCode compiled = target == CompileTarget::ltoir
+                              ? LinkableCode::ltoir(bytes, stem + ".ltoir")
+                              : LinkableCode::ptx(bytes, stem + ".ptx");
+  return std::move(compiled).set_nrt(code.nrt());
+}
+
 KernelBuilder& KernelBuilder::source(LinkableCode code) {
-  if (code.format() == Format::cu) {
-    CompileOptions compile;
-    compile.arch = options_.arch;
-    compile.target = CompileTarget::ptx;  // the kernel's own PTX is what detection scans
-    compile.include_paths = options_.include_paths;
-    compile.headers = headers();
-    compile.options = options_.compile_options;
-    const bool flagged = code.nrt();
-    code = Program(code.bytes(), code.name()).compile(compile).code;
-    code.set_nrt(flagged);
-  }
+  // The kernel's own PTX is what NRT detection scans.
+  if (code.format() == Format::cu) code = compile_cached(code, CompileTarget::ptx);
   if (code.format() != Format::ptx && code.format() != Format::ltoir) {
     throw Error(ErrorKind::usage, "KernelBuilder::source",
                 "'" + code.name() + "' is " + std::string(to_string(code.format())) +
@@ -142,68 +160,104 @@ nrt::Decision KernelBuilder::nrt_decision() const {
   return decision_for(resolve(Linker(link_options()).backend()));
 }
 
-KernelBuilder::LinkSet KernelBuilder::resolve(LinkerBackend backend) const {
-  const LinkOptions options = link_options();
-  LinkSet set;
-  std::deque<std::size_t> to_scan;
-  auto add = [&](LinkableCode code) {
-    // CUDA C++ is compiled first: what it references is only known from its output.
-    if (set.add(compile_for_link(std::move(code), options, backend))) {
-      to_scan.push_back(set.codes.size() - 1);
+// Resolution of declared functions for one build: scans what is in the link set, adds
+// explicit items and provider code for every declared symbol referenced, and rescans what
+// it added, to a fixed point. Symbols that scanning cannot see (LTO-IR) are handed in by
+// resolve_symbols() from a link's unresolved-symbol report.
+class KernelBuilder::Resolver {
+ public:
+  Resolver(const KernelBuilder& builder, LinkerBackend backend)
+      : builder_(builder), backend_(backend), lto_(builder.options_.lto) {
+    for (const DeclaredFunction& function : builder.declared_) {
+      for (const Signature& signature : function.signatures) {
+        by_symbol_.emplace(function.symbol(signature), std::make_pair(&function, signature));
+      }
     }
-  };
-  for (const LinkableCode& code : own_) add(code);
-  for (const LinkableCode& code : external_) add(code);
-
-  std::map<std::string, std::pair<const DeclaredFunction*, Signature>> by_symbol;
-  for (const DeclaredFunction& function : declared_) {
-    for (const Signature& signature : function.signatures) {
-      by_symbol.emplace(function.symbol(signature), std::make_pair(&function, signature));
-    }
+    for (const LinkableCode& code : builder.own_) add(code);
+    for (const LinkableCode& code : builder.external_) add(code);
+    run();
   }
-  // One request per distinct (provider, signature) in this build.
-  std::map<std::pair<const LinkProvider*, Signature>, std::vector<LinkableCode>> asked;
-  std::vector<std::string> done;
 
-  while (!to_scan.empty()) {
-    const LinkableCode scanned = set.codes[to_scan.front()];
-    to_scan.pop_front();
-    const std::vector<std::string> externs =
-        scanned.format() == Format::ptx ? detail::extern_functions(scanned.bytes())
-                                        : std::vector<std::string>{};
-    for (const auto& [symbol, entry] : by_symbol) {
-      if (std::find(done.begin(), done.end(), symbol) != done.end()) continue;
-      if (!references(scanned, externs, symbol)) continue;
-      done.push_back(symbol);
-      const auto& [function, signature] = entry;
-      set.resolved.push_back(ResolvedCall{symbol, function->name, signature,
-                                          function->provider ? function->provider->name() : ""});
-      for (const LinkableCode& item : function->link) add(item);
-      if (!function->provider) continue;
-      const auto key = std::make_pair(function->provider.get(), signature);
-      auto found = asked.find(key);
-      if (found == asked.end()) {
-        ++set.provider_requests;
-        found = asked.emplace(key, std::vector<LinkableCode>{}).first;
-        try {
-          found->second = function->provider->code_for(signature);
-        } catch (const Error& error) {
-          throw Error(error.kind(), "LinkProvider '" + function->provider->name() + "'",
-                      "supplying '" + function->name + "' for " + signature.str() +
-                          " failed: " + error.message(),
-                      error.log());
-        } catch (const std::exception& error) {
-          throw Error(ErrorKind::link, "LinkProvider '" + function->provider->name() + "'",
-                      "supplying '" + function->name + "' for " + signature.str() +
-                          " failed: " + error.what());
+  // Resolves those of `symbols` that are declared and not resolved yet; true if any was.
+  bool resolve_symbols(const std::vector<std::string>& symbols) {
+    bool any = false;
+    for (const std::string& symbol : symbols) {
+      const auto entry = by_symbol_.find(symbol);
+      if (entry == by_symbol_.end() || is_done(symbol)) continue;
+      resolve(symbol, entry->second.first, entry->second.second);
+      any = true;
+    }
+    run();
+    return any;
+  }
+
+  LinkSet set;
+
+ private:
+  bool is_done(const std::string& symbol) const {
+    return std::find(done_.begin(), done_.end(), symbol) != done_.end();
+  }
+
+  void add(LinkableCode code) {
+    // CUDA C++ is compiled first: what it references is only known from its output.
+    if (code.format() == Format::cu) code = builder_.compile_cached(code, cu_compile_target(backend_, lto_));
+    if (set.add(std::move(code))) to_scan_.push_back(set.codes.size() - 1);
+  }
+
+  void run() {
+    while (!to_scan_.empty()) {
+      const LinkableCode scanned = set.codes[to_scan_.front()];
+      to_scan_.pop_front();
+      const std::vector<std::string> externs =
+          scanned.format() == Format::ptx ? detail::extern_functions(scanned.bytes())
+                                          : std::vector<std::string>{};
+      for (const auto& [symbol, entry] : by_symbol_) {
+        if (!is_done(symbol) && references(scanned, externs, symbol)) {
+          resolve(symbol, entry.first, entry.second);
         }
       }
-      for (const LinkableCode& item : found->second) {
-        add(item);
-      }
     }
   }
-  return set;
+
+  void resolve(const std::string& symbol, const DeclaredFunction* function, const Signature& signature) {
+    done_.push_back(symbol);
+    set.resolved.push_back(ResolvedCall{symbol, function->name, signature,
+                                        function->provider ? function->provider->name() : ""});
+    for (const LinkableCode& item : function->link) add(item);
+    if (!function->provider) return;
+    const auto key = std::make_pair(function->provider.get(), signature);
+    auto found = asked_.find(key);
+    if (found == asked_.end()) {
+      ++set.provider_requests;
+      found = asked_.emplace(key, ask(*function, signature)).first;
+    }
+    for (const LinkableCode& item : found->second) add(item);
+  }
+
+  static std::vector<LinkableCode> ask(const DeclaredFunction& function, const Signature& signature) {
+    const std::string component = "LinkProvider '" + function.provider->name() + "'";
+    const std::string what = "supplying '" + function.name + "' for " + signature.str() + " failed: ";
+    try {
+      return function.provider->code_for(signature);
+    } catch (const Error& error) {
+      throw Error(error.kind(), component, what + error.message(), error.log());
+    } catch (const std::exception& error) {
+      throw Error(ErrorKind::link, component, what + error.what());
+    }
+  }
+
+  const KernelBuilder& builder_;
+  LinkerBackend backend_;
+  bool lto_;
+  std::map<std::string, std::pair<const DeclaredFunction*, Signature>> by_symbol_;
+  // One request per distinct (provider, signature) in this build.
+  std::map<std::pair<const LinkProvider*, Signature>, std::vector<LinkableCode>> asked_;
+  std::vector<std::string> done_;
+  std::deque<std::size_t> to_scan_;
+};
+
+KernelBuilder::LinkSet KernelBuilder::resolve(LinkerBackend backend) const {
+  return Resolver(*this, backend).set;
 }
 
 // The inputs to blame for unresolved NRT symbols. nvJitLink names the module LTO produced
@@ -239,7 +293,19 @@ LinkedKernel KernelBuilder::link_cubin() const {
                 "kernel '" + kernel_name_ + "' has no source; add its own code with source()");
   }
   const LinkerBackend backend = Linker(link_options()).backend();
-  LinkSet set = resolve(backend);
+  Resolver resolver(*this, backend);
+  for (;;) {
+    try {
+      return link_set(resolver.set, backend);
+    } catch (const LinkError& error) {
+      // Declared functions referenced from code scanning cannot read (LTO-IR): resolve
+      // what the link reports missing and link again; stop when nothing new is declared.
+      if (!resolver.resolve_symbols(error.unresolved_symbols())) throw;
+    }
+  }
+}
+
+LinkedKernel KernelBuilder::link_set(LinkSet& set, LinkerBackend backend) const {
   const nrt::Decision decision = decision_for(set);
   std::optional<LinkableCode> runtime;
   if (decision.link) {
@@ -269,7 +335,7 @@ LinkedKernel KernelBuilder::link_cubin() const {
     }
     LinkResult link{payload->at("cubin"), payload->count("info_log") ? payload->at("info_log") : "",
                     backend, {}};
-    return LinkedKernel{kernel_name_, decision, std::move(link), std::move(set.resolved),
+    return LinkedKernel{kernel_name_, decision, std::move(link), set.resolved,
                         set.provider_requests, source, key.digest()};
   } catch (const LinkError& error) {
     std::vector<std::string> missing;

@@ -12,6 +12,8 @@
 namespace cujit::toolkit {
 namespace fs = std::filesystem;
 
+std::string read_cccl_version();
+
 fs::path include_dir() {
   if (const char* value = std::getenv("CUJIT_CUDA_INCLUDE"); value != nullptr && *value != '\0') {
     return value;
@@ -26,6 +28,11 @@ fs::path cccl_dir() {
 }
 
 std::string cccl_version() {
+  static const std::string version = read_cccl_version();
+  return version;
+}
+
+std::string read_cccl_version() {
   const std::string text =
       detail::read_file(cccl_dir() / "cuda" / "std" / "__cccl" / "version.h", "toolkit::cccl_version");
   std::smatch match;

@@ -64,9 +64,10 @@ class KernelBuilder {
   // Declares a device function the kernel may call. Declare before adding CUDA C++ that
   // calls it: sources are compiled with "cujit/declarations.cuh" of what is declared.
   KernelBuilder& declare(DeclaredFunction function);
-  // The kernel's own code: PTX, LTO-IR, or CUDA C++ (compiled here to PTX, with
-  // "cujit/nrt.cuh" and "cujit/declarations.cuh" available). Its PTX is what NRT
-  // detection scans; LTO-IR cannot be scanned for NRT (mark it nrt = true if it uses it).
+  // The kernel's own code: PTX, LTO-IR, or CUDA C++ (compiled here to PTX through the
+  // cache, with "cujit/nrt.cuh" and "cujit/declarations.cuh" available). Its PTX is what NRT
+  // detection scans; LTO-IR cannot be scanned (its payload is compressed): mark it
+  // nrt = true if it uses NRT.
   KernelBuilder& source(LinkableCode code);
   // External code: linked, scanned for declared functions, never for NRT.
   KernelBuilder& link(LinkableCode code);
@@ -87,11 +88,14 @@ class KernelBuilder {
 
  private:
   struct LinkSet;
+  class Resolver;
   LinkOptions link_options() const;
   std::vector<Header> headers() const;
   LinkSet resolve(LinkerBackend backend) const;
+  LinkedKernel link_set(LinkSet& set, LinkerBackend backend) const;
   nrt::Decision decision_for(const LinkSet& set) const;
   BuildCache& cache() const;
+  LinkableCode compile_cached(const LinkableCode& code, CompileTarget target) const;
   std::vector<std::string> culprits_of(const std::string& log, const LinkSet& set) const;
 
   std::string kernel_name_;

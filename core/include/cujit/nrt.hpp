@@ -30,6 +30,7 @@ bool is_function_name(std::string_view name) noexcept;
 std::vector<std::string> referenced_functions(std::string_view ptx);
 bool references_nrt(std::string_view ptx);
 
+
 // Why NRT is or is not linked into a kernel.
 enum class Reason {
   disabled,          // NRT is off (globally, or by the kernel's override)

@@ -125,9 +125,12 @@ std::unique_ptr<LinkSession> open_nvjitlink_session(const Arch& arch, bool lto,
 }
 
 std::string nvjitlink_version_string() {
-  unsigned major = 0, minor = 0;
-  if (nvJitLinkVersion(&major, &minor) != NVJITLINK_SUCCESS) return "unknown";
-  return std::to_string(major) + "." + std::to_string(minor);
+  static const std::string version = [] {
+    unsigned major = 0, minor = 0;
+    if (nvJitLinkVersion(&major, &minor) != NVJITLINK_SUCCESS) return std::string("unknown");
+    return std::to_string(major) + "." + std::to_string(minor);
+  }();
+  return version;
 }
 
 }  // namespace cujit::detail

@@ -1,0 +1,251 @@
+// JIT latency without a GPU: NVRTC, nvJitLink and end-to-end links per scenario, each next
+// to the raw-API floor; first call in a new process; the reduce build cold and cached.
+//
+// Truly cold: every iteration creates a fresh nvrtcProgram and nvJitLink handle, NVRTC's
+// precompiled header is off (-pch not passed) and the build cache is off, so nothing from
+// an earlier iteration is reused. Warm-up: one untimed run per benchmark first (it loads
+// the libraries and pages in their code), except for the new-process figures, whose point
+// is that nothing is warm.
+#include <sstream>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "cujit/linker.hpp"
+#include "cujit/nrt.hpp"
+#include "cujit/program.hpp"
+#include "cujit/reduce.hpp"
+#include "support/bench_main.hpp"
+#include "support/jit_scenarios.hpp"
+#include "support/raw_jit.hpp"
+
+namespace cujit::bench {
+namespace {
+
+const Arch arch = Arch::parse("sm_90");
+
+CacheConfig cache_mode(CacheMode mode, const std::string& dir = {}) {
+  CacheConfig config;
+  config.mode = mode;
+  config.directory = dir;
+  return config;
+}
+
+std::string scenario_source(const JitScenario& scenario) {
+  return read_file(scenario_dir() + "/" + scenario.source);
+}
+
+// ---- NVRTC -----------------------------------------------------------------------------
+
+void cujit_nvrtc(benchmark::State& state, const JitScenario* scenario, CompileTarget target) {
+  const std::string source = scenario_source(*scenario);
+  CompileOptions options;
+  options.arch = arch;
+  options.target = target;
+  options.headers = nrt::headers();
+  const Program program(source, scenario->source);
+  (void)program.compile(options);  // warm-up
+  for (auto _ : state) benchmark::DoNotOptimize(program.compile(options));
+}
+
+void raw_nvrtc_bench(benchmark::State& state, const JitScenario* scenario, CompileTarget target) {
+  const std::string source = scenario_source(*scenario);
+  CompileOptions options;
+  options.arch = arch;
+  options.target = target;
+  std::vector<std::string> flags = nvrtc_options(options);
+  flags.push_back("-I" + std::string(CUJIT_BENCH_DEVICE_DIR));
+  const std::string name(to_string(target));
+  (void)raw_nvrtc(source, scenario->source, flags, name);
+  for (auto _ : state) benchmark::DoNotOptimize(raw_nvrtc(source, scenario->source, flags, name));
+}
+
+// ---- end to end: source -> cubin ----------------------------------------------------------
+
+void cujit_e2e(benchmark::State& state, const JitScenario* scenario) {
+  BuildCache off(cache_mode(CacheMode::off));
+  (void)cujit_link(*scenario, off, arch);
+  for (auto _ : state) benchmark::DoNotOptimize(cujit_link(*scenario, off, arch));
+}
+
+void raw_e2e(benchmark::State& state, const JitScenario* scenario) {
+  (void)raw_link(*scenario, arch);
+  for (auto _ : state) benchmark::DoNotOptimize(raw_link(*scenario, arch));
+}
+
+void first_call_new_process(benchmark::State& state, const JitScenario* scenario) {
+  for (auto _ : state) {
+    state.SetIterationTime(std::stod(run_self("first_call " + scenario->name)));
+  }
+}
+
+// ---- nvJitLink alone ----------------------------------------------------------------------
+
+std::vector<LinkableCode> precompiled(const JitScenario& scenario) {
+  BuildCache off(cache_mode(CacheMode::off));
+  LinkOptions options;
+  options.arch = arch;
+  options.lto = scenario.lto;
+  options.headers = nrt::headers();
+  std::vector<LinkableCode> inputs{compile_for_link(
+      LinkableCode::from_path(scenario_dir() + "/" + scenario.source), options, LinkerBackend::nvjitlink)};
+  for (const std::string& path : scenario.external) {
+    const std::string full = path.rfind("fixtures:", 0) == 0 ? fixture_dir() + "/" + path.substr(9)
+                                                             : scenario_dir() + "/" + path;
+    inputs.push_back(compile_for_link(LinkableCode::from_path(full), options, LinkerBackend::nvjitlink));
+  }
+  if (scenario.nrt) inputs.push_back(nrt::library(arch, scenario.lto ? CompileTarget::ltoir : CompileTarget::ptx, {}, off));
+  return inputs;
+}
+
+void cujit_nvjitlink(benchmark::State& state, const JitScenario* scenario) {
+  const std::vector<LinkableCode> inputs = precompiled(*scenario);
+  LinkOptions options;
+  options.arch = arch;
+  options.lto = scenario->lto;
+  options.backend = LinkerBackend::nvjitlink;
+  auto link = [&] {
+    Linker linker(options);
+    for (const LinkableCode& code : inputs) linker.add(code);
+    return linker.link();
+  };
+  (void)link();
+  for (auto _ : state) benchmark::DoNotOptimize(link());
+}
+
+void raw_nvjitlink_bench(benchmark::State& state, const JitScenario* scenario) {
+  std::vector<RawInput> inputs;
+  for (const LinkableCode& code : precompiled(*scenario)) {
+    inputs.emplace_back(traits(code.format()).nvjitlink_input, code.bytes());
+  }
+  std::vector<std::string> options{"-arch=" + arch.sm()};
+  if (scenario->lto) options.push_back("-lto");
+  (void)raw_nvjitlink(inputs, options);
+  for (auto _ : state) benchmark::DoNotOptimize(raw_nvjitlink(inputs, options));
+}
+
+// ---- the reduce build and its cache -------------------------------------------------------
+
+reduce::ReduceSpec reduce_spec(bool pch) {
+  reduce::ReduceSpec spec;
+  spec.arch = arch;
+  spec.config.precompiled_header = pch;
+  return spec;
+}
+
+void reduce_cold(benchmark::State& state, bool pch) {
+  BuildCache off(cache_mode(CacheMode::off));
+  if (pch) (void)reduce::build_reduce(reduce_spec(true), off);  // creates the header: untimed
+  for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce(reduce_spec(pch), off));
+}
+
+std::string prepared_cache_dir() {
+  static const std::string dir = [] {
+    const std::string path = std::filesystem::temp_directory_path() /
+                             ("cujit-bench-cache-" + std::to_string(::getpid()));
+    BuildCache cache(cache_mode(CacheMode::disk, path));
+    (void)reduce::build_reduce(reduce_spec(true), cache);
+    return path;
+  }();
+  return dir;
+}
+
+void reduce_memory_hit(benchmark::State& state) {
+  BuildCache cache(cache_mode(CacheMode::memory));
+  (void)reduce::build_reduce(reduce_spec(true), cache);
+  for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce(reduce_spec(true), cache));
+}
+
+void reduce_disk_hit(benchmark::State& state) {
+  const std::string dir = prepared_cache_dir();
+  for (auto _ : state) {
+    BuildCache cache(cache_mode(CacheMode::disk, dir));  // fresh object: nothing in memory
+    benchmark::DoNotOptimize(reduce::build_reduce(reduce_spec(true), cache));
+  }
+}
+
+void reduce_disk_hit_new_process(benchmark::State& state) {
+  const std::string dir = prepared_cache_dir();
+  for (auto _ : state) state.SetIterationTime(std::stod(run_self("reduce_disk_hit " + dir)));
+}
+
+void kernel_link_memory_hit(benchmark::State& state, const JitScenario* scenario) {
+  BuildCache cache(cache_mode(CacheMode::memory));
+  (void)cujit_link(*scenario, cache, arch);
+  for (auto _ : state) benchmark::DoNotOptimize(cujit_link(*scenario, cache, arch));
+}
+
+// ---- registration -------------------------------------------------------------------------
+
+void register_all() {
+  const int reps = repetitions(5);
+  const int compile_iterations = quick() ? 2 : 10;
+  for (const JitScenario& scenario : jit_scenarios()) {
+    const JitScenario* s = &scenario;
+    for (CompileTarget target : {CompileTarget::ptx, CompileTarget::ltoir, CompileTarget::cubin}) {
+      if (quick() && target != CompileTarget::ptx) continue;
+      const std::string suffix = "nvrtc/" + s->name + "/" + std::string(to_string(target));
+      benchmark::RegisterBenchmark(("cujit/" + suffix).c_str(), cujit_nvrtc, s, target)
+          ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
+      benchmark::RegisterBenchmark(("raw/" + suffix).c_str(), raw_nvrtc_bench, s, target)
+          ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
+    }
+    const std::string link_suffix = "nvjitlink/" + s->name + (s->lto ? "/lto_on" : "/lto_off");
+    benchmark::RegisterBenchmark(("cujit/" + link_suffix).c_str(), cujit_nvjitlink, s)
+        ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
+    benchmark::RegisterBenchmark(("raw/" + link_suffix).c_str(), raw_nvjitlink_bench, s)
+        ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
+    benchmark::RegisterBenchmark(("cujit/e2e_cubin/" + s->name).c_str(), cujit_e2e, s)
+        ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
+    benchmark::RegisterBenchmark(("raw/e2e_cubin/" + s->name).c_str(), raw_e2e, s)
+        ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
+    benchmark::RegisterBenchmark(("cujit/first_call_new_process/" + s->name).c_str(),
+                                 first_call_new_process, s)
+        ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 3)->Repetitions(reps)->UseManualTime();
+    benchmark::RegisterBenchmark(("cujit/kernel_link/" + s->name + "/memory_hit").c_str(),
+                                 kernel_link_memory_hit, s)
+        ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+  }
+  benchmark::RegisterBenchmark("cujit/reduce_build/cold", reduce_cold, false)
+      ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 2)->Repetitions(repetitions(3));
+  benchmark::RegisterBenchmark("cujit/reduce_build/pch_warm", reduce_cold, true)
+      ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 3)->Repetitions(repetitions(3));
+  benchmark::RegisterBenchmark("cujit/reduce_build/memory_hit", reduce_memory_hit)
+      ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+  benchmark::RegisterBenchmark("cujit/reduce_build/disk_hit", reduce_disk_hit)
+      ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+  benchmark::RegisterBenchmark("cujit/reduce_build/disk_hit_new_process", reduce_disk_hit_new_process)
+      ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 3)->Repetitions(reps)->UseManualTime();
+}
+
+// Children print one number: seconds.
+int child(const std::string& arguments) {
+  std::istringstream words(arguments);
+  std::string what, argument;
+  words >> what >> argument;
+  const auto start = Clock::now();
+  if (what == "first_call") {
+    BuildCache off(cache_mode(CacheMode::off));
+    (void)cujit_link(jit_scenario(argument), off, arch);
+  } else if (what == "reduce_disk_hit") {
+    BuildCache cache(cache_mode(CacheMode::disk, argument));
+    const reduce::ReduceBuild build = reduce::build_reduce(reduce_spec(true), cache);
+    if (build.source != CacheSource::disk) return 1;
+  } else {
+    return 2;
+  }
+  std::printf("%.9f\n", seconds_since(start));
+  return 0;
+}
+
+}  // namespace
+}  // namespace cujit::bench
+
+int main(int argc, char** argv) {
+  const int status = cujit::bench::run_main(argc, argv, cujit::bench::register_all, cujit::bench::child);
+  std::error_code ignored;
+  std::filesystem::remove_all(std::filesystem::temp_directory_path() /
+                                  ("cujit-bench-cache-" + std::to_string(::getpid())),
+                              ignored);
+  return status;
+}

@@ -1,0 +1,44 @@
+#pragma once
+// What every cujit benchmark executable shares: the JSON context block (schema version,
+// device, driver, NVRTC, nvJitLink, cujit version, git commit), quick mode, child
+// processes for "first call in a new process" figures, and small timing helpers.
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+namespace cujit::bench {
+
+// The schema of cujit benchmark JSON (reports/ check it): Google Benchmark's JSON with
+// context.cujit_schema, and counters named as in docs/benchmarks.md.
+inline constexpr int schema_version = 1;
+
+// True under --cujit-quick (or CUJIT_BENCH_QUICK=1): few repetitions, small sizes, CPU-only
+// families; what CI runs.
+bool quick();
+
+// Repetitions for a family: `full` normally, 3 in quick mode.
+int repetitions(int full);
+
+// Runs this executable again with `arguments` and returns what the child printed (one
+// line), for measurements that need a fresh process. Throws on a child failure.
+std::string run_self(const std::string& arguments);
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Parses cujit's own flags (--cujit-quick, --cujit-child ...), adds the context, runs the
+// benchmarks. `child` handles --cujit-child ARGS when given: it prints one line and the
+// process exits with its return value.
+int run_main(int argc, char** argv, const std::function<void()>& register_benchmarks,
+             const std::function<int(const std::string&)>& child = {});
+
+// Where the scenario sources and the built fixtures are.
+std::string scenario_dir();
+std::string fixture_dir();
+
+}  // namespace cujit::bench
