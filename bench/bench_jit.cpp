@@ -181,6 +181,8 @@ void register_all() {
   const int reps = repetitions(5);
   const int compile_iterations = quick() ? 2 : 10;
   for (const JitScenario& scenario : jit_scenarios()) {
+    // Quick mode (CI, seconds): the smallest scenario and the LTO one.
+    if (quick() && scenario.name != "tiny" && scenario.name != "ltoir_operator") continue;
     const JitScenario* s = &scenario;
     for (CompileTarget target : {CompileTarget::ptx, CompileTarget::ltoir, CompileTarget::cubin}) {
       if (quick() && target != CompileTarget::ptx) continue;

@@ -1,0 +1,110 @@
+#include "support/cupti_timer.hpp"
+
+#include <cupti.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+
+namespace cujit::bench {
+namespace {
+
+constexpr std::size_t buffer_size = 8 << 20;
+
+std::mutex records_mutex;
+GpuTimes collected;
+std::uint64_t first_start = std::numeric_limits<std::uint64_t>::max();
+std::uint64_t last_end = 0;
+
+void check(CUptiResult result, const char* call) {
+  if (result == CUPTI_SUCCESS) return;
+  const char* text = nullptr;
+  cuptiGetResultString(result, &text);
+  throw std::runtime_error(std::string("CUPTI ") + call + " failed: " + (text ? text : "unknown"));
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, buffer_size));
+  *size = buffer_size;
+  *max_records = 0;
+}
+
+void note(std::uint64_t start, std::uint64_t end) {
+  first_start = std::min(first_start, start);
+  last_end = std::max(last_end, end);
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  std::lock_guard<std::mutex> lock(records_mutex);
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    switch (record->kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+        collected.kernel_ns += static_cast<double>(k->end - k->start);
+        ++collected.kernels;
+        note(k->start, k->end);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+        collected.copy_ns += static_cast<double>(m->end - m->start);
+        note(m->start, m->end);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+        collected.copy_ns += static_cast<double>(m->end - m->start);
+        note(m->start, m->end);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
+        const auto* g = reinterpret_cast<const CUpti_ActivityGraphTrace2*>(record);
+        collected.graph_ns += static_cast<double>(g->end - g->start);
+        ++collected.graph_launches;
+        note(g->start, g->end);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  std::free(buffer);
+}
+
+const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE};
+
+}  // namespace
+
+CuptiTimer::CuptiTimer() {
+  check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+        "cuptiActivityRegisterCallbacks");
+}
+
+CuptiTimer::~CuptiTimer() { cuptiActivityFlushAll(1); }
+
+void CuptiTimer::start() {
+  cuptiActivityFlushAll(1);
+  {
+    std::lock_guard<std::mutex> lock(records_mutex);
+    collected = GpuTimes{};
+    first_start = std::numeric_limits<std::uint64_t>::max();
+    last_end = 0;
+  }
+  for (CUpti_ActivityKind kind : kinds) check(cuptiActivityEnable(kind), "cuptiActivityEnable");
+}
+
+GpuTimes CuptiTimer::stop() {
+  check(cuptiActivityFlushAll(1), "cuptiActivityFlushAll");
+  for (CUpti_ActivityKind kind : kinds) cuptiActivityDisable(kind);
+  std::lock_guard<std::mutex> lock(records_mutex);
+  GpuTimes out = collected;
+  if (last_end > first_start) out.span_ns = static_cast<double>(last_end - first_start);
+  return out;
+}
+
+}  // namespace cujit::bench
