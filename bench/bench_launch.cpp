@@ -107,35 +107,39 @@ void cujit_graph_chain(benchmark::State& state, std::string kind) {
   per_kernel(state, n);
 }
 
+// GPU timeline of a chain, first kernel start to last kernel end (gaps included: they are
+// what graphs remove), from CUPTI with tracing enabled for the whole benchmark.
+template <class Work>
+void gpu_span(benchmark::State& state, int n, Work work) {
+  CuptiTimer& timer = CuptiTimer::instance();
+  timer.enable();
+  work();
+  for (auto _ : state) {
+    timer.mark();
+    work();
+    state.SetIterationTime(timer.read().span_ns * 1e-9);
+  }
+  timer.disable();
+  state.counters["kernels"] = n;
+}
+
 void cujit_graph_chain_gpu_time(benchmark::State& state, std::string kind) {
   const int n = static_cast<int>(state.range(0));
-  static CuptiTimer timer;
   Stream stream;
   GraphExec exec = chain_graph(kind, n).instantiate();
-  exec.launch(stream.handle());
-  exec.synchronize();
-  for (auto _ : state) {
-    timer.start();
+  gpu_span(state, n, [&] {
     exec.launch(stream.handle());
     exec.synchronize();
-    const GpuTimes times = timer.stop();
-    state.SetIterationTime(times.span_ns * 1e-9);
-  }
-  state.counters["kernels"] = n;
+  });
 }
 
 void cujit_stream_chain_gpu_time(benchmark::State& state, std::string kind) {
   const int n = static_cast<int>(state.range(0));
-  static CuptiTimer timer;
   Stream stream;
-  for (auto _ : state) {
-    timer.start();
+  gpu_span(state, n, [&] {
     for (int i = 0; i < n; ++i) launch_one(kind, stream.handle());
     stream.synchronize();
-    const GpuTimes times = timer.stop();
-    state.SetIterationTime(times.span_ns * 1e-9);
-  }
-  state.counters["kernels"] = n;
+  });
 }
 
 void cujit_graph_instantiate(benchmark::State& state) {
@@ -230,13 +234,12 @@ void raw_stream_chain(benchmark::State& state, bool tracing) {
   const auto function = static_cast<CUfunction>(kernels().empty->handle());
   CUstream stream = nullptr;
   cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
-  static CuptiTimer timer;
-  if (tracing) timer.start();
+  if (tracing) CuptiTimer::instance().enable();
   for (auto _ : state) {
     for (int i = 0; i < n; ++i) cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr);
     cuStreamSynchronize(stream);
   }
-  if (tracing) (void)timer.stop();
+  if (tracing) CuptiTimer::instance().disable();
   cuStreamDestroy(stream);
   per_kernel(state, n);
 }

@@ -33,5 +33,7 @@ else
   python3 bench/peers/numba_peer.py "$out/peer_numba.json" scenarios 5 > "$out/peer_numba.log" 2>&1 || status=1
   python3 bench/peers/cuda_core_peer.py "$out/peer_cuda_core.json" scenarios 5 > "$out/peer_cuda_core.log" 2>&1 || status=1
 fi
+# One archive as well: the GPU machine hands back a handful of files at most.
+tar -czf "$out/bench-results.tar.gz" -C "$out" $(cd "$out" && ls | grep -v bench-results.tar.gz)
 echo "cujit bench: results in $out"
 exit "$status"

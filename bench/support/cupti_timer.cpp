@@ -80,27 +80,39 @@ const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI
 
 }  // namespace
 
+CuptiTimer& CuptiTimer::instance() {
+  static CuptiTimer timer;
+  return timer;
+}
+
 CuptiTimer::CuptiTimer() {
   check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
         "cuptiActivityRegisterCallbacks");
 }
 
-CuptiTimer::~CuptiTimer() { cuptiActivityFlushAll(1); }
-
-void CuptiTimer::start() {
-  cuptiActivityFlushAll(1);
-  {
-    std::lock_guard<std::mutex> lock(records_mutex);
-    collected = GpuTimes{};
-    first_start = std::numeric_limits<std::uint64_t>::max();
-    last_end = 0;
-  }
+void CuptiTimer::enable() {
+  if (enabled_) return;
   for (CUpti_ActivityKind kind : kinds) check(cuptiActivityEnable(kind), "cuptiActivityEnable");
+  enabled_ = true;
 }
 
-GpuTimes CuptiTimer::stop() {
-  check(cuptiActivityFlushAll(1), "cuptiActivityFlushAll");
+void CuptiTimer::disable() {
+  if (!enabled_) return;
+  cuptiActivityFlushAll(1);
   for (CUpti_ActivityKind kind : kinds) cuptiActivityDisable(kind);
+  enabled_ = false;
+}
+
+void CuptiTimer::mark() {
+  cuptiActivityFlushAll(1);
+  std::lock_guard<std::mutex> lock(records_mutex);
+  collected = GpuTimes{};
+  first_start = std::numeric_limits<std::uint64_t>::max();
+  last_end = 0;
+}
+
+GpuTimes CuptiTimer::read() {
+  check(cuptiActivityFlushAll(1), "cuptiActivityFlushAll");
   std::lock_guard<std::mutex> lock(records_mutex);
   GpuTimes out = collected;
   if (last_end > first_start) out.span_ns = static_cast<double>(last_end - first_start);

@@ -1,11 +1,11 @@
 #pragma once
 // GPU time from CUPTI activity records: kernels (CONCURRENT_KERNEL), memcpy and memset,
-// and whole graph launches (GRAPH_TRACE). start() enables the kinds, stop() flushes and
-// returns what was recorded in between. One timer per process (CUPTI's activity API is
-// process-wide).
+// and whole graph launches (GRAPH_TRACE). CUPTI's activity API is process-wide, so there is
+// one timer: enable() once per benchmark (enabling costs far more than a kernel, so doing
+// it per iteration would distort what is timed), then mark() / read() around each
+// iteration, disable() at the end.
 
 #include <cstdint>
-#include <string>
 
 namespace cujit::bench {
 
@@ -16,19 +16,25 @@ struct GpuTimes {
   double copy_ns = 0;                // sum of memcpy and memset durations
   double graph_ns = 0;               // sum of graph launch durations
   double span_ns = 0;                // first start to last end over all records
+  double busy_ns() const { return kernel_ns + copy_ns; }
 };
 
 class CuptiTimer {
  public:
-  // Registers the buffer callbacks; throws std::runtime_error naming the CUPTI call.
-  CuptiTimer();
-  ~CuptiTimer();
+  static CuptiTimer& instance();
   CuptiTimer(const CuptiTimer&) = delete;
   CuptiTimer& operator=(const CuptiTimer&) = delete;
 
-  void start();
-  GpuTimes stop();  // flushes, disables, returns the records since start()
+  void enable();
+  void disable();
+  // Flushes and forgets what was recorded so far.
+  void mark();
+  // Flushes and returns what was recorded since mark().
+  GpuTimes read();
 
+ private:
+  CuptiTimer();
+  bool enabled_ = false;
 };
 
 }  // namespace cujit::bench
