@@ -28,7 +28,7 @@ def main():
     except Exception as error:  # no numba here: say so in the JSON
         peer_json.write(out, "numba-cuda", "missing", peer_json.failure("peer/numba", str(error)))
         return 0
-    external = os.path.join(scenario_dir, "fixtures", "dev_add.cu")
+    external = os.path.abspath(os.path.join(scenario_dir, "fixtures", "dev_add.cu"))
     name = "peer/numba/first_launch_external_cu_new_process"
     try:
         benchmarks += peer_json.entries(

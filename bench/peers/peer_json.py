@@ -23,7 +23,10 @@ def measure(fn, repetitions):
 def run_child(script, *args):
     """Runs `script` in a new Python process; it prints seconds on its last line."""
     out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True,
-                         check=True, timeout=600)
+                         timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"{script} {' '.join(args)} exited {out.returncode}: "
+                           + out.stderr.strip()[-800:])
     return float(out.stdout.strip().splitlines()[-1])
 
 
