@@ -1,6 +1,6 @@
 #pragma once
 // GPU time from CUPTI activity records: kernels (CONCURRENT_KERNEL), memcpy and memset,
-// and whole graph launches (GRAPH_TRACE). CUPTI's activity API is process-wide, so there is
+// and, opt-in with CUJIT_CUPTI_GRAPH_TRACE=1, whole graph launches (GRAPH_TRACE). CUPTI's activity API is process-wide, so there is
 // one timer: enable() once per benchmark (enabling costs far more than a kernel, so doing
 // it per iteration would distort what is timed), then mark() / read() around each
 // iteration, disable() at the end.
