@@ -16,6 +16,13 @@ ctest --preset default -j"$jobs" --output-junit ctest-junit.xml 2>&1 | tee "$log
 status=${PIPESTATUS[0]}
 set -e
 
+# The benchmarks' quick mode (CPU families): they must run and produce valid JSON.
+if ! bash ci/bench.sh --quick build/default/bench-quick > build/default/bench-quick.log 2>&1; then
+  echo "cujit: quick benchmarks failed (build/default/bench-quick.log)"
+  tail -20 build/default/bench-quick.log
+  status=1
+fi
+
 skipped=$(grep -c '(Skipped)' "$log" || true)
 gpu_total=$(ctest --test-dir build/default -N -L gpu | sed -n 's/^Total Tests: //p')
 echo "cujit: GPU tests skipped on this machine: ${skipped} of ${gpu_total} (label gpu)"
