@@ -4,7 +4,8 @@
 # machine that has them needs no network.
 set -euo pipefail
 
-packages=(cmake g++ make libgtest-dev libbenchmark-dev libssl-dev python3)
+packages=(cmake g++ make libgtest-dev libbenchmark-dev libssl-dev nlohmann-json3-dev libcli11-dev
+          python3 python3-matplotlib)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -5,13 +5,21 @@
 #include <regex>
 #include <set>
 
+#include "cujit/cache_key.hpp"
 #include "cujit/error.hpp"
 #include "detail/link_session.hpp"
 
 namespace cujit {
 namespace {
 
+// An input as messages name it; an unnamed in-memory input is described by what it is,
+// so an error still identifies it.
 std::string describe_input(const LinkableCode& code) {
+  if (code.name().empty()) {
+    return "unnamed " + std::string(to_string(code.format())) + " input (" +
+           std::to_string(code.bytes().size()) + " bytes, sha256 " +
+           sha256_hex(code.bytes()).substr(0, 12) + ")";
+  }
   return "'" + code.name() + "' (" + std::string(to_string(code.format())) + ")";
 }
 
@@ -59,6 +67,10 @@ std::string join(const std::vector<std::string>& items) {
   std::vector<std::string> unresolved = unresolved_symbols(error_log);
   std::vector<std::string> duplicates = duplicate_symbols(error_log);
   std::string message = what + " failed: " + step.status;
+  if (step.status.find("OUTDATED_LIBRARY") != std::string::npos) {
+    message += "; the input was made by a newer toolkit than this nvJitLink (" + nvjitlink_version() +
+               ") can read";
+  }
   if (!unresolved.empty()) message += "; unresolved symbol(s): " + join(unresolved);
   if (!duplicates.empty()) message += "; symbol(s) defined more than once: " + join(duplicates);
   std::string log = error_log;

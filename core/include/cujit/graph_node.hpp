@@ -29,19 +29,6 @@ class Graph;
 enum class NodeKind { kernel, memcpy_htod, memcpy_dtoh, memcpy_dtod, memset, host, empty };
 std::string_view to_string(NodeKind kind) noexcept;
 
-// A kernel argument held by value (its bytes), so it can change until the graph is built.
-struct ArgValue {
-  std::vector<unsigned char> bytes;
-};
-
-template <class T>
-ArgValue arg_value(const T& value) {
-  ArgValue out;
-  out.bytes.resize(sizeof(T));
-  std::memcpy(out.bytes.data(), &value, sizeof(T));
-  return out;
-}
-
 namespace detail {
 struct NodeData;
 }

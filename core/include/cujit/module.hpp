@@ -4,6 +4,7 @@
 // size of every argument) before they reach the driver.
 
 #include <array>
+#include <cstring>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -36,6 +37,20 @@ struct KernelArg {
 template <class T>
 KernelArg arg(const T& value) noexcept {
   return KernelArg{&value, sizeof(T)};
+}
+
+// A kernel argument held by value (its bytes): for graph nodes, whose arguments can change
+// until the graph is built, and for arguments assembled at run time.
+struct ArgValue {
+  std::vector<unsigned char> bytes;
+};
+
+template <class T>
+ArgValue arg_value(const T& value) {
+  ArgValue out;
+  out.bytes.resize(sizeof(T));
+  std::memcpy(out.bytes.data(), &value, sizeof(T));
+  return out;
 }
 
 struct ParamInfo {

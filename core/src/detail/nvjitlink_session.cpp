@@ -57,8 +57,8 @@ class NvJitLinkSession final : public LinkSession {
   StepStatus add(const LinkableCode& code) override {
     const auto type = static_cast<nvJitLinkInputType>(traits(code.format()).nvjitlink_input);
     return captured("nvJitLinkAddData", [&] {
-      return nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(),
-                              code.name().c_str());
+      const std::string name = code.name().empty() ? "unnamed " + std::string(to_string(code.format())) : code.name();
+      return nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(), name.c_str());
     });
   }
 

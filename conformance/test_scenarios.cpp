@@ -1,0 +1,99 @@
+// Every scenario file under scenarios/repro runs and ends "as expected". Scenarios that
+// launch, load a module or use the driver linker are GPU tests.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "runner/scenario.hpp"
+#include "support/fixtures.hpp"
+
+namespace cujit {
+namespace {
+
+std::vector<std::string> scenario_files(bool device) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(test::scenario_path("repro"))) {
+    if (entry.path().extension() != ".json") continue;
+    if (scenarios::summarize(entry.path()).needs_device == device) files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string test_name(const ::testing::TestParamInfo<std::string>& file) {
+  std::string name = std::filesystem::path(file.param).stem().string();
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+void expect_as_expected(const std::string& file) {
+  const scenarios::ScenarioReport report = scenarios::run_scenario(file, test::fixture_path(""));
+  EXPECT_EQ(report.verdict, scenarios::Verdict::as_expected) << report.text();
+  EXPECT_FALSE(report.steps.empty());
+  EXPECT_FALSE(report.inputs.empty());
+}
+
+class ScenarioFiles : public ::testing::TestWithParam<std::string> {};
+TEST_P(ScenarioFiles, RunAsExpected) { expect_as_expected(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Repro, ScenarioFiles, ::testing::ValuesIn(scenario_files(false)), test_name);
+
+class GpuScenarioFiles : public ::testing::TestWithParam<std::string> {};
+TEST_P(GpuScenarioFiles, RunAsExpected) {
+  CUJIT_REQUIRE_DEVICE();
+  expect_as_expected(GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Repro, GpuScenarioFiles, ::testing::ValuesIn(scenario_files(true)), test_name);
+
+// ---- the format itself ---------------------------------------------------------------
+
+class ScenarioFormat : public ::testing::Test {
+ protected:
+  test::TempDir dir;
+  void expect_rejected(const std::string& text, const std::string& fragment) {
+    const auto file = dir.write("bad.json", text);
+    CUJIT_EXPECT_ERROR((void)scenarios::run_scenario(file, test::fixture_path("")), ErrorKind::usage, error,
+                       const std::string what = error.what();
+                       EXPECT_NE(what.find("bad.json"), std::string::npos) << what;
+                       EXPECT_NE(what.find(fragment), std::string::npos) << what;);
+  }
+};
+
+TEST_F(ScenarioFormat, MalformedFilesAreUsageErrorsNamingTheFile) {
+  expect_rejected("{ not json", "not valid JSON");
+  expect_rejected(R"({"schema": 2, "name": "x"})", "'schema' must be 1");
+  expect_rejected(R"({"schema": 1})", "'name' is missing");
+  expect_rejected(R"({"schema": 1, "name": "x", "backend": "gold"})", "'backend' must be");
+  expect_rejected(R"({"schema": 1, "name": "x", "builder": "magic"})", "'builder' must be");
+  expect_rejected(R"({"schema": 1, "name": "x", "expect": {"outcome": "success"}})", "'inputs'");
+  expect_rejected(R"({"schema": 1, "name": "x", "inputs": [{"inline": ".version 9.0\n.target sm_90\n", "format": "ptx"}]})",
+                  "'expect' is missing");
+  expect_rejected(R"({"schema": 1, "name": "x", "inputs": [{"inline": "x", "format": "ptx"}], "expect": {"outcome": "maybe"}})",
+                  "'outcome'");
+  expect_rejected(R"({"schema": 1, "name": "x", "options": {"colour": "red"}, "inputs": [{"inline": "x", "format": "ptx"}], "expect": {"outcome": "success"}})",
+                  "unknown option 'colour'");
+  expect_rejected(R"({"schema": 1, "name": "x", "inputs": [{"inline": "x", "format": "pdf"}], "expect": {"outcome": "success"}})",
+                  "'pdf' is not a format");
+}
+
+TEST_F(ScenarioFormat, AnUnexpectedOutcomeIsReportedAsSuch) {
+  const auto file = dir.write("wrong.json", R"({"schema": 1, "name": "wrong",
+    "inputs": [{"inline": ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n", "format": "ptx", "name": "k.ptx"}],
+    "expect": {"outcome": "error", "kind": "link", "message": "never"}})");
+  const scenarios::ScenarioReport report = scenarios::run_scenario(file, test::fixture_path(""));
+  EXPECT_EQ(report.verdict, scenarios::Verdict::not_as_expected);
+  EXPECT_NE(report.text().find("expected a link error"), std::string::npos) << report.text();
+  EXPECT_NE(report.json().find("\"verdict\": \"not as expected\""), std::string::npos);
+}
+
+TEST_F(ScenarioFormat, TheReportedFailureIsRecognised) {
+  const auto file = dir.write("reported.json", R"({"schema": 1, "name": "reported",
+    "inputs": [{"inline": ".version 9.0\n.target sm_90\n.address_size 64\n.extern .func missing();\n.visible .entry k()\n{\n call missing, ();\n ret;\n}\n", "format": "ptx", "name": "k.ptx"}],
+    "expect": {"outcome": "success"},
+    "reported_failure": {"kind": "link", "message": "missing"}})");
+  EXPECT_EQ(scenarios::run_scenario(file, test::fixture_path("")).verdict, scenarios::Verdict::reproduced);
+}
+
+}  // namespace
+}  // namespace cujit
