@@ -23,6 +23,13 @@ if ! bash ci/bench.sh --quick build/default/bench-quick > build/default/bench-qu
   status=1
 fi
 
+# The reports' tests (Debian's python3 has python3-matplotlib; see ci/setup.sh).
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+if ! "$python" -m unittest discover -s reports/tests 2>&1 | tee build/default/reports-tests.log; then
+  status=1
+fi
+
 skipped=$(grep -c '(Skipped)' "$log" || true)
 gpu_total=$(ctest --test-dir build/default -N -L gpu | sed -n 's/^Total Tests: //p')
 echo "cujit: GPU tests skipped on this machine: ${skipped} of ${gpu_total} (label gpu)"

@@ -1,0 +1,48 @@
+#pragma once
+// The cujit subcommands. Exit codes: 0 ok, 1 failures found (tests failed, a scenario not
+// as expected, a regression), 2 usage or environment error.
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace cujit::cli {
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failures = 1;
+inline constexpr int exit_usage = 2;
+
+struct ConformanceOptions {
+  std::filesystem::path out;
+  std::vector<std::string> areas;  // empty: all
+  bool quiet = false;
+};
+int conformance(const ConformanceOptions& options);
+
+struct BenchOptions {
+  std::filesystem::path out;
+  bool quick = false;
+  bool full = false;
+  std::vector<std::string> families;   // substrings of benchmark names
+  std::vector<std::string> scenarios;
+};
+int bench(const BenchOptions& options);
+
+int report(const std::vector<std::string>& json_files, const std::filesystem::path& out);
+int compare(const std::string& baseline, const std::string& current, double threshold,
+            const std::string& markdown);
+
+struct RunOptions {
+  std::filesystem::path out;
+  bool quick = false;
+  bool full = false;
+};
+int run(const RunOptions& options);
+
+int repro(const std::string& scenario, bool json);
+int cache(const std::string& action);
+int info();
+
+}  // namespace cujit::cli

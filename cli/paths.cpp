@@ -1,0 +1,43 @@
+#include "paths.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+
+namespace cujit::cli {
+
+std::filesystem::path build_dir() {
+  const char* value = std::getenv("CUJIT_BUILD_DIR");
+  return value != nullptr && *value != '\0' ? value : CUJIT_CLI_BUILD_DIR;
+}
+
+std::filesystem::path source_dir() {
+  const char* value = std::getenv("CUJIT_SOURCE_DIR");
+  return value != nullptr && *value != '\0' ? value : CUJIT_CLI_SOURCE_DIR;
+}
+
+std::filesystem::path fixture_dir() { return build_dir() / "scenarios" / "fixtures"; }
+
+std::string python() {
+  if (const char* value = std::getenv("CUJIT_PYTHON"); value != nullptr && *value != '\0') return value;
+  if (::access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
+  return "python3";
+}
+
+std::filesystem::path default_out_dir() {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
+  return std::filesystem::path("cujit-out") / stamp;
+}
+
+int run_command(const std::string& command) {
+  const int status = std::system(command.c_str());
+  if (status == -1) return 2;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+}
+
+}  // namespace cujit::cli

@@ -1,0 +1,78 @@
+// cujit repro / cache / info.
+#include <iostream>
+
+#include "commands.hpp"
+#include "cujit/build_cache.hpp"
+#include "cujit/device.hpp"
+#include "cujit/error.hpp"
+#include "cujit/format.hpp"
+#include "cujit/linker.hpp"
+#include "cujit/nrt.hpp"
+#include "cujit/program.hpp"
+#include "cujit/toolkit.hpp"
+#include "paths.hpp"
+#include "runner/scenario.hpp"
+
+namespace cujit::cli {
+
+int repro(const std::string& scenario, bool json) {
+  try {
+    const scenarios::ScenarioReport report = scenarios::run_scenario(scenario, fixture_dir());
+    std::cout << (json ? report.json() + "\n" : report.text());
+    return report.verdict == scenarios::Verdict::as_expected ? exit_ok : exit_failures;
+  } catch (const Error& error) {
+    std::cerr << "cujit repro: " << error.what() << "\n";
+    return exit_usage;
+  }
+}
+
+int cache(const std::string& action) {
+  BuildCache& cache = BuildCache::global();
+  if (action == "path") {
+    std::cout << cache.config().directory.string() << "\n";
+    return exit_ok;
+  }
+  if (action == "clear") {
+    std::cout << "removed " << cache.clear() << " entries from " << cache.config().directory.string() << "\n";
+    return exit_ok;
+  }
+  const CacheStats stats = cache.stats();
+  std::cout << "mode:        " << to_string(cache.config().mode) << "\n"
+            << "directory:   " << cache.config().directory.string() << (cache.disk_usable() ? "" : " (not used)") << "\n"
+            << "disk bytes:  " << cache.disk_bytes() << " of " << cache.config().max_disk_bytes << "\n"
+            << "memory cap:  " << cache.config().max_memory_bytes << " bytes\n";
+  std::cout << "this process: " << stats.memory_hits << " memory hits, " << stats.disk_hits << " disk hits, "
+            << stats.builds << " builds\n";
+  for (const std::string& warning : cache.warnings()) std::cout << "warning: " << warning << "\n";
+  return exit_ok;
+}
+
+int info() {
+  std::cout << "cujit " << CUJIT_CLI_VERSION << "\n"
+            << "NVRTC " << nvrtc_version() << ", nvJitLink " << nvjitlink_version() << "\n";
+  try {
+    std::cout << "CCCL " << toolkit::cccl_version() << " (" << toolkit::cccl_dir().string() << ")\n";
+  } catch (const Error& error) {
+    std::cout << "CCCL: " << error.message() << "\n";
+  }
+  if (has_device()) {
+    std::cout << "driver " << driver_version() << ", " << device_count() << " device(s); device 0: "
+              << device_name(0) << " (" << Arch::of_device(0).sm() << ")\n";
+  } else {
+    std::cout << "no CUDA device: " << no_device_reason() << "\n";
+  }
+  const BuildCache& cache = BuildCache::global();
+  std::cout << "cache: " << to_string(cache.config().mode) << " at " << cache.config().directory.string()
+            << (cache.disk_usable() ? "" : " (disk tier not used)") << "\n";
+  std::cout << "NRT: " << (nrt::enabled() ? "enabled" : "disabled") << " globally (CUJIT_ENABLE_NRT)\n";
+  std::cout << "linker backends: nvjitlink (every format), driver ("
+            << (has_device() ? "available" : "needs a device") << "; no LTO-IR)\n";
+  std::cout << "formats:";
+  for (Format format : all_formats) {
+    std::cout << " " << to_string(format) << "(" << (backend_accepts(LinkerBackend::driver, format) ? "both" : "nvjitlink") << ")";
+  }
+  std::cout << "\n";
+  return exit_ok;
+}
+
+}  // namespace cujit::cli

@@ -1,0 +1,1 @@
+"""Reads cujit benchmark JSON and turns it into reports, regression verdicts and history."""
