@@ -55,8 +55,9 @@ AreaResult read_report(const std::filesystem::path& xml) {
       ++result.skipped;
       std::smatch match;
       std::string why = std::regex_search(element, match, reason) ? unescape(match[1].str()) : "no reason given";
-      // The message ends with the source location Google Test appends; keep the reason.
-      if (const auto cut = why.find("\n"); cut != std::string::npos) why = why.substr(0, cut);
+      // Google Test puts the source location first ("file.cpp:42 reason"): group by reason.
+      static const std::regex location(R"(^\S+:\d+\s+)");
+      why = std::regex_replace(why, location, "");
       ++result.skip_reasons[why];
     } else if (element.find("<failure") != std::string::npos) {
       ++result.failed;

@@ -161,6 +161,25 @@ TEST_P(BadLink, SameSymbolDefinedInTwoInputs) {
   }
 }
 
+TEST_P(BadLink, SameSymbolAfterAnLtoLinkInTheSameProcess) {
+  // nvJitLink 13.0 crashes in its multiple-definition path once an LTO link has run in the
+  // process; cujit finds the duplicate before the backend sees it.
+  Linker lto(test::link_options(LinkerBackend::nvjitlink, true));
+  lto.add_file(fixture_path("scale_kernel.ltoir"));
+  (void)lto.link();
+  Linker l = linker();
+  l.add_file(fixture_path("dev_add.ptx"));
+  l.add_file(fixture_path("dev_add.cubin"));
+  try {
+    (void)l.link();
+    ADD_FAILURE() << "linked with dev_add defined twice";
+  } catch (const LinkError& error) {
+    EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"}) << error.what();
+    EXPECT_TRUE(contains(error.what(), "dev_add.ptx")) << error.what();
+    EXPECT_TRUE(contains(error.what(), "dev_add.cubin")) << error.what();
+  }
+}
+
 TEST_P(BadLink, CubinForAnotherArchitecture) {
   Linker l = linker();
   // Refused when added: the ELF header says which SASS it holds.

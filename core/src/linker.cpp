@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <regex>
 #include <set>
 
 #include "cujit/cache_key.hpp"
 #include "cujit/error.hpp"
+#include "detail/defined_symbols.hpp"
 #include "detail/link_session.hpp"
 
 namespace cujit {
@@ -77,6 +79,31 @@ std::string join(const std::vector<std::string>& items) {
   if (!info_log.empty()) log += (log.empty() ? "" : "\n") + std::string("info log:\n") + info_log;
   throw LinkError(session.backend_name() + " (" + step.api_call + ")", std::move(message),
                   std::move(log), std::move(unresolved), std::move(duplicates));
+}
+
+// The same symbol defined by two inputs, found before any backend sees them where the
+// inputs can be read (PTX, cubin). Both backends then fail the same way, and nvJitLink 13.0
+// never reaches its multiple-definition path, which crashes the process once an LTO link
+// has run in it.
+void check_duplicate_definitions(const std::vector<const LinkableCode*>& inputs, const std::string& what) {
+  std::map<std::string, const LinkableCode*> first;
+  std::vector<std::string> duplicates;
+  std::string detail;
+  for (const LinkableCode* code : inputs) {
+    const auto names = detail::defined_symbols(*code);
+    if (!names) continue;
+    for (const std::string& name : *names) {
+      const auto [at, inserted] = first.emplace(name, code);
+      if (inserted) continue;
+      duplicates.push_back(name);
+      detail += (detail.empty() ? "" : "; ") + std::string("'") + name + "' in " + describe_input(*code) +
+                " and " + describe_input(*at->second);
+    }
+  }
+  if (duplicates.empty()) return;
+  throw LinkError("Linker (definitions check, before the backend)",
+                  what + " failed: symbol(s) defined more than once: " + detail, {}, {},
+                  std::move(duplicates));
 }
 
 std::unique_ptr<detail::LinkSession> open_session(LinkerBackend backend,
@@ -225,6 +252,7 @@ LinkResult Linker::link() const {
   if (unique.empty()) {
     throw Error(ErrorKind::usage, "Linker::link", what + ": nothing was added");
   }
+  check_duplicate_definitions(unique, what);
   // nvJitLink fails an LTO link that has no LTO-IR (NO_MODULE_IN_PROGRAM): LTO is asked
   // for only when there is IR to optimise.
   const bool lto = options_.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {

@@ -1,5 +1,6 @@
 // The Driver API (cuLink*) backend of the Linker.
 #include <array>
+#include <deque>
 #include <cstdint>
 #include <cstring>
 
@@ -47,11 +48,13 @@ class DriverLinkSession final : public LinkSession {
 
   StepStatus add(const LinkableCode& code) override {
     const auto type = static_cast<CUjitInputType>(traits(code.format()).driver_input);
-    // PTX is read as a C string: hand over its terminating NUL too.
+    // PTX is read as a C string: hand over its terminating NUL too. The name is kept for
+    // the link's lifetime, as for nvJitLink, in case the log refers to it later.
     const std::size_t size = code.bytes().size() + (code.format() == Format::ptx ? 1 : 0);
+    names_.push_back(code.name().empty() ? "unnamed " + std::string(to_string(code.format())) : code.name());
     return status("cuLinkAddData",
                   driver().cuLinkAddData(state_, type, const_cast<char*>(code.bytes().data()),
-                                         size, code.name().c_str(), 0, nullptr, nullptr));
+                                         size, names_.back().c_str(), 0, nullptr, nullptr));
   }
 
   StepStatus complete() override {
@@ -87,6 +90,7 @@ class DriverLinkSession final : public LinkSession {
   std::string info_;
   std::string error_;
   CUlinkState state_ = nullptr;
+  std::deque<std::string> names_;
   Bytes cubin_;
 };
 

@@ -1,6 +1,8 @@
 // The nvJitLink backend of the Linker.
 #include <nvJitLink.h>
 
+#include <deque>
+
 #include "cujit/error.hpp"
 #include "detail/link_session.hpp"
 #include "detail/stderr_capture.hpp"
@@ -56,9 +58,12 @@ class NvJitLinkSession final : public LinkSession {
 
   StepStatus add(const LinkableCode& code) override {
     const auto type = static_cast<nvJitLinkInputType>(traits(code.format()).nvjitlink_input);
+    // nvJitLink keeps the name pointer and reads it again when it writes the log at
+    // completion: the session owns every name for as long as the link lives.
+    names_.push_back(code.name().empty() ? "unnamed " + std::string(to_string(code.format())) : code.name());
+    const char* name = names_.back().c_str();
     return captured("nvJitLinkAddData", [&] {
-      const std::string name = code.name().empty() ? "unnamed " + std::string(to_string(code.format())) : code.name();
-      return nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(), name.c_str());
+      return nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(), name);
     });
   }
 
@@ -114,6 +119,7 @@ class NvJitLinkSession final : public LinkSession {
   }
 
   nvJitLinkHandle handle_ = nullptr;
+  std::deque<std::string> names_;  // stable addresses: see add()
   std::string stderr_messages_;
 };
 

@@ -64,14 +64,17 @@ std::vector<std::string_view> tokens(std::string_view code) {
 
 }  // namespace
 
-std::vector<std::string> extern_functions(std::string_view ptx) {
+namespace {
+
+// Names following `linkage` then .func (or .entry when entries count), after an optional
+// return parameter list.
+std::vector<std::string> functions_with(std::string_view ptx, std::string_view linkage, bool entries) {
   const std::string code = code_only(ptx);
   const std::vector<std::string_view> toks = tokens(code);
   std::vector<std::string> found;
   for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-    if (toks[i] != ".extern" || toks[i + 1] != ".func") continue;
+    if (toks[i] != linkage || (toks[i + 1] != ".func" && !(entries && toks[i + 1] == ".entry"))) continue;
     std::size_t at = i + 2;
-    // Optional return parameter list: "( .param .b64 func_retval0 )".
     if (at < toks.size() && toks[at] == "(") {
       int depth = 0;
       for (; at < toks.size(); ++at) {
@@ -85,6 +88,16 @@ std::vector<std::string> extern_functions(std::string_view ptx) {
     if (std::find(found.begin(), found.end(), name) == found.end()) found.emplace_back(name);
   }
   return found;
+}
+
+}  // namespace
+
+std::vector<std::string> extern_functions(std::string_view ptx) {
+  return functions_with(ptx, ".extern", false);
+}
+
+std::vector<std::string> visible_functions(std::string_view ptx) {
+  return functions_with(ptx, ".visible", true);
 }
 
 }  // namespace cujit::detail
