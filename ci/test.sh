@@ -24,8 +24,10 @@ if ! bash ci/bench.sh --quick build/default/bench-quick > build/default/bench-qu
 fi
 
 # The reports' tests (Debian's python3 has python3-matplotlib; see ci/setup.sh).
-python=/usr/bin/python3
-[ -x "$python" ] || python=python3
+python=python3
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c 'import matplotlib' > /dev/null 2>&1; then python=$candidate; break; fi
+done
 if ! "$python" -m unittest discover -s reports/tests 2>&1 | tee build/default/reports-tests.log; then
   status=1
 fi

@@ -23,7 +23,11 @@ std::filesystem::path fixture_dir() { return build_dir() / "scenarios" / "fixtur
 
 std::string python() {
   if (const char* value = std::getenv("CUJIT_PYTHON"); value != nullptr && *value != '\0') return value;
-  if (::access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
+  // The first interpreter that can import matplotlib: the one on PATH (a venv, the GPU
+  // machine's) or Debian's, where python3-matplotlib installs.
+  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
+    if (run_command(std::string(candidate) + " -c 'import matplotlib' > /dev/null 2>&1") == 0) return candidate;
+  }
   return "python3";
 }
 

@@ -11,8 +11,8 @@ namespace cujit::cli {
 std::filesystem::path build_dir();
 std::filesystem::path source_dir();
 std::filesystem::path fixture_dir();
-// The Python that has matplotlib: CUJIT_PYTHON, else /usr/bin/python3 (Debian's, where
-// python3-matplotlib installs), else python3 on PATH.
+// The Python that has matplotlib: CUJIT_PYTHON, else the first of python3 on PATH and
+// /usr/bin/python3 (Debian's, where python3-matplotlib installs) that can import it.
 std::string python();
 // A fresh "cujit-out/<UTC timestamp>" under the current directory.
 std::filesystem::path default_out_dir();
