@@ -5,3 +5,5 @@ set(CUJIT_FIXTURE_ARCH "90" CACHE STRING
     "Compute capability the fixtures are built for (SASS plus PTX for JIT), e.g. 90")
 set(CUJIT_SANITIZE "" CACHE STRING
     "Sanitizers for cujit targets: empty, 'address,undefined' or 'thread'")
+option(CUJIT_BUILD_CLI "Build the cujit command" ON)
+option(CUJIT_FUZZ "Build the libFuzzer targets (clang)" OFF)

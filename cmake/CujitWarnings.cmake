@@ -8,7 +8,12 @@ target_compile_options(cujit_warnings INTERFACE
 
 add_library(cujit_sanitizers INTERFACE)
 if(CUJIT_SANITIZE)
-  target_compile_options(cujit_sanitizers INTERFACE
+  set(cujit_fuzz_instrumentation "")
+  if(CUJIT_FUZZ)
+    # libFuzzer's coverage instrumentation in the library; the targets link the driver.
+    set(cujit_fuzz_instrumentation -fsanitize=fuzzer-no-link)
+  endif()
+  target_compile_options(cujit_sanitizers INTERFACE ${cujit_fuzz_instrumentation}
     -fsanitize=${CUJIT_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(cujit_sanitizers INTERFACE -fsanitize=${CUJIT_SANITIZE})
 endif()

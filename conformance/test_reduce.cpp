@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 
@@ -104,7 +105,18 @@ TEST(ReduceBuild, ReduceIntoWithoutADeviceIsACudaError) {
 
 // ---- GPU -----------------------------------------------------------------------------
 
-const std::uint64_t sizes[] = {0, 1, 255, 256, 257, 1000003, std::uint64_t{1} << 28};
+// CUJIT_TEST_MAX_N caps the sizes (compute-sanitizer makes kernels far slower); the
+// default runs the whole list.
+std::vector<std::uint64_t> sizes_up_to_cap() {
+  std::vector<std::uint64_t> out;
+  const char* cap_text = std::getenv("CUJIT_TEST_MAX_N");
+  const std::uint64_t cap = cap_text != nullptr ? std::strtoull(cap_text, nullptr, 10) : ~std::uint64_t{0};
+  for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{255}, std::uint64_t{256},
+                          std::uint64_t{257}, std::uint64_t{1000003}, std::uint64_t{1} << 28}) {
+    if (n <= cap) out.push_back(n);
+  }
+  return out;
+}
 
 long double init_for(Builtin op) {
   switch (op) {
@@ -159,8 +171,9 @@ TEST_P(GpuReduceMatrix, MatchesTheReferenceForEveryN) {
                                                           type.scalar == Scalar::uint64)
                                ? 0
                                : init_for(GetParam().op);
-  const std::uint64_t largest = sizes[std::size(sizes) - 1];
-  DeviceBuffer in(largest * type.size()), out(8);
+  const std::vector<std::uint64_t> sizes = sizes_up_to_cap();
+  const std::uint64_t largest = sizes.back();
+  DeviceBuffer in(std::max<std::uint64_t>(largest, 1) * type.size()), out(8);
   test::fill_device(type, in.ptr(), largest);  // the first n items are value(0..n-1) for any n
   for (std::uint64_t n : sizes) {
     SCOPED_TRACE(testing::Message() << GetParam().type << " " << reduce::to_string(GetParam().op)
@@ -193,7 +206,7 @@ INSTANTIATE_TEST_SUITE_P(Cells, GpuReduceMatrix, ::testing::ValuesIn(matrix()),
 TEST(GpuReduceOperators, ForeignAndUserOperators) {
   CUJIT_REQUIRE_DEVICE();
   const Type int32 = Type::parse("int32");
-  const std::uint64_t largest = std::uint64_t{1} << 28;
+  const std::uint64_t largest = sizes_up_to_cap().back();
   DeviceBuffer in(largest * 4), out(4);
   test::fill_device(int32, in.ptr(), largest);
   struct Case {
@@ -210,7 +223,7 @@ TEST(GpuReduceOperators, ForeignAndUserOperators) {
   };
   for (const Case& c : cases) {
     const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32", c.op, c.arch));
-    for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{257}, std::uint64_t{1000003}, largest}) {
+    for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{257}, std::min<std::uint64_t>(1000003, largest), largest}) {
       SCOPED_TRACE(testing::Message() << c.op.describe() << " n=" << n);
       const long double init = init_for(c.equivalent);
       reduce::reduce_into(build, in.ptr(), out.ptr(), n, static_cast<std::int32_t>(init));

@@ -139,7 +139,7 @@ struct BuildCache::State {
 BuildCache::BuildCache(CacheConfig config) : config_(std::move(config)), state_(std::make_unique<State>()) {
   for (const std::string& warning : config_.warnings) warn(warning);
   if (config_.mode == CacheMode::disk) {
-    detail::DiskCache disk(config_.directory, config_.max_disk_bytes, config_.protect_recent);
+    detail::DiskCache disk(config_.directory, config_.max_disk_bytes, config_.protect_recent, config_.fault);
     if (const std::string problem = disk.open(); problem.empty()) {
       state_->disk.emplace(std::move(disk));
     } else {

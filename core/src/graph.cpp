@@ -1,3 +1,4 @@
+#include "detail/handle_counts.hpp"
 #include "cujit/graph.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@ namespace detail {
 GraphResources::~GraphResources() {
   if (graph != nullptr) {
     if (const DriverApi* api = try_driver()) api->cuGraphDestroy(graph);
+    handle_released(HandleKind::graph);
   }
 }
 
@@ -117,6 +119,7 @@ std::shared_ptr<detail::GraphResources> new_graph() {
   auto resources = std::make_shared<detail::GraphResources>();
   detail::check(detail::driver().cuGraphCreate(&resources->graph, 0), "cuGraphCreate",
                 "creating a graph");
+  detail::handle_created(detail::HandleKind::graph);
   return resources;
 }
 
@@ -215,6 +218,7 @@ Graph capture(StreamHandle stream, const std::function<void(StreamHandle)>& work
   }
   detail::check(api.cuStreamEndCapture(cu_stream, &resources->graph), "cuStreamEndCapture",
                 "ending a stream capture (was an operation in it invalid?)");
+  if (resources->graph != nullptr) detail::handle_created(detail::HandleKind::graph);
   return Graph(resources);
 }
 
@@ -222,6 +226,7 @@ Graph capture(StreamHandle stream, const std::function<void(StreamHandle)>& work
 
 GraphExec::GraphExec(void* handle, std::shared_ptr<detail::GraphResources> resources)
     : handle_(handle) {
+  detail::handle_created(detail::HandleKind::graph_exec);
   for (std::size_t i = 0; i < resources->node_data.size(); ++i) {
     positions_.emplace_back(resources->node_data[i].get(), i);
   }
@@ -252,6 +257,7 @@ GraphExec& GraphExec::operator=(GraphExec&& other) noexcept {
 void GraphExec::destroy() noexcept {
   if (handle_ != nullptr) {
     if (const auto* api = detail::try_driver()) api->cuGraphExecDestroy(static_cast<CUgraphExec>(handle_));
+    detail::handle_released(detail::HandleKind::graph_exec);
     handle_ = nullptr;
   }
   resources_.clear();

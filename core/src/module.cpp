@@ -1,3 +1,4 @@
+#include "detail/handle_counts.hpp"
 #include "cujit/module.hpp"
 
 #include <cstdint>
@@ -64,12 +65,16 @@ std::shared_ptr<Module> Module::load(const Bytes& image, std::string name) {
                         " bytes) failed: " + detail::describe(result),
                     text(error) + text(info));
   }
-  return std::shared_ptr<Module>(new Module(module, std::move(name)));
+  // Owned before anything else can throw.
+  std::shared_ptr<Module> owner(new Module(module, std::move(name)));
+  detail::handle_created(detail::HandleKind::module);
+  return owner;
 }
 
 Module::~Module() {
   if (const auto* api = detail::try_driver(); api != nullptr && handle_ != nullptr) {
     api->cuModuleUnload(static_cast<CUmodule>(handle_));
+    detail::handle_released(detail::HandleKind::module);
   }
 }
 

@@ -1,3 +1,4 @@
+#include "detail/handle_counts.hpp"
 #include "cujit/program.hpp"
 
 #include <nvrtc.h>
@@ -28,9 +29,13 @@ class NvrtcProgram {
                   "creating the program for '" + name + "' failed: " +
                       nvrtcGetErrorString(result));
     }
+    detail::handle_created(detail::HandleKind::program);
   }
   ~NvrtcProgram() {
-    if (handle_ != nullptr) nvrtcDestroyProgram(&handle_);
+    if (handle_ != nullptr) {
+      nvrtcDestroyProgram(&handle_);
+      detail::handle_released(detail::HandleKind::program);
+    }
   }
   NvrtcProgram(const NvrtcProgram&) = delete;
   NvrtcProgram& operator=(const NvrtcProgram&) = delete;

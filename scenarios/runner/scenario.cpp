@@ -67,6 +67,13 @@ struct Options {
 void apply_options(const Reader& reader, const json& object, Options& options) {
   if (!object.is_object()) reader.fail("'options' must be an object");
   for (const auto& [key, value] : object.items()) {
+    const bool boolean = key != "arch" && key != "nrt";
+    if ((boolean && !value.is_boolean()) || (key == "arch" && !value.is_string()) ||
+        (key == "nrt" && !value.is_boolean() && !value.is_null())) {
+      if (key == "arch" || key == "lto" || key == "debug" || key == "lineinfo" || key == "nrt" || key == "nrt_global") {
+        reader.fail("option '" + key + "' has the wrong type");
+      }
+    }
     if (key == "arch") options.arch = value.get<std::string>();
     else if (key == "lto") options.lto = value.get<bool>();
     else if (key == "debug") options.debug = value.get<bool>();
@@ -166,13 +173,17 @@ struct Expectation {
 };
 
 Expectation read_expectation(const Reader& reader, const json& object) {
+  if (!object.is_object()) reader.fail("'expect' must be an object");
   Expectation e;
   const std::string outcome = reader.get<std::string>(object, "outcome", "");
   if (outcome != "success" && outcome != "error") reader.fail("expected 'outcome' to be 'success' or 'error'");
   e.success = outcome == "success";
   e.kind = reader.get<std::string>(object, "kind", "");
   e.message = reader.get<std::string>(object, "message", "");
-  if (object.contains("cubin_sm")) e.cubin_sm = object["cubin_sm"].get<int>();
+  if (object.contains("cubin_sm")) {
+    if (!object["cubin_sm"].is_number_integer()) reader.fail("'cubin_sm' must be an integer");
+    e.cubin_sm = object["cubin_sm"].get<int>();
+  }
   return e;
 }
 
@@ -294,6 +305,7 @@ std::string_view to_string(Verdict verdict) noexcept {
 ScenarioSummary summarize(const fs::path& path) {
   const Reader reader(path);
   const json doc = reader.load();
+  if (!doc.is_object()) reader.fail("the top level must be an object");
   if (reader.get<int>(doc, "schema", 0) != schema_version) {
     reader.fail("'schema' must be " + std::to_string(schema_version));
   }
@@ -313,8 +325,99 @@ ScenarioSummary summarize(const fs::path& path) {
   return summary;
 }
 
-ScenarioReport run_scenario(const fs::path& path, const fs::path& fixture_dir) {
+ScenarioSummary validate(const fs::path& path) {
   const ScenarioSummary summary = summarize(path);
+  const Reader reader(path);
+  const json doc = reader.load();
+  try {
+    Options options;
+    if (doc.contains("options")) apply_options(reader, doc["options"], options);
+    if (doc.contains("steps")) {
+      if (!doc["steps"].is_array()) reader.fail("'steps' must be an array");
+      for (const json& step : doc["steps"]) {
+        if (!step.is_object() || !step.contains("expect")) reader.fail("a step needs 'expect'");
+        Options step_options = options;
+        if (step.contains("options")) apply_options(reader, step["options"], step_options);
+        (void)read_expectation(reader, step["expect"]);
+      }
+    } else {
+      if (!doc.contains("expect")) reader.fail("'expect' is missing");
+      (void)read_expectation(reader, doc["expect"]);
+    }
+    if (doc.contains("reported_failure") && !doc["reported_failure"].is_object()) {
+      reader.fail("'reported_failure' must be an object");
+    }
+    if (!doc.contains("inputs") || !doc["inputs"].is_array() || doc["inputs"].empty()) {
+      reader.fail("'inputs' must be a non-empty array");
+    }
+    for (const json& entry : doc["inputs"]) {
+      if (!entry.is_object()) reader.fail("an input must be an object");
+      const int sources = int(entry.contains("path")) + int(entry.contains("fixture")) +
+                          int(entry.contains("inline")) + int(entry.contains("abi"));
+      if (sources != 1) reader.fail("an input needs exactly one of 'path', 'fixture', 'inline', 'abi'");
+      if (entry.contains("abi")) {
+        const json& spec = entry["abi"];
+        if (!spec.is_object()) reader.fail("'abi' must be an object");
+        (void)Signature::parse(reader.get<std::string>(spec, "signature", ""));
+        continue;
+      }
+      if (entry.contains("format") && !parse_format(reader.get<std::string>(entry, "format", ""))) {
+        reader.fail("input format '" + reader.get<std::string>(entry, "format", "") + "' is not a format");
+      }
+      if (entry.contains("patch")) {
+        if (!entry["patch"].is_array()) reader.fail("'patch' must be an array");
+        for (const json& patch : entry["patch"]) {
+          if (!patch.is_object() || !patch.contains("offset") || !patch.contains("hex") ||
+              !patch["offset"].is_number_unsigned() || !patch["hex"].is_string()) {
+            reader.fail("a patch needs an unsigned 'offset' and a 'hex' string");
+          }
+          const std::string hex = patch["hex"].get<std::string>();
+          if (hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) reader.fail("patch hex is not hex");
+          (void)hex_bytes(hex, reader);
+        }
+      }
+      (void)reader.get<bool>(entry, "nrt", false);
+      (void)reader.get<std::string>(entry, "name", "");
+    }
+    if (doc.contains("launch")) {
+      const json& l = doc["launch"];
+      if (!l.is_object()) reader.fail("'launch' must be an object");
+      for (const char* key : {"grid", "block"}) {
+        if (!l.contains(key)) continue;
+        if (!l[key].is_array() || l[key].size() > 3) reader.fail(std::string("'") + key + "' must be up to 3 numbers");
+        for (const json& v : l[key]) {
+          if (!v.is_number_unsigned()) reader.fail(std::string("'") + key + "' must be up to 3 numbers");
+        }
+      }
+      if (l.contains("args")) {
+        if (!l["args"].is_array()) reader.fail("'args' must be an array");
+        for (const json& arg : l["args"]) {
+          if (!arg.is_object() || arg.size() < 1) reader.fail("an argument must be an object");
+          if (arg.contains("output")) {
+            (void)Type::parse(arg["output"].get<std::string>());
+            if (arg.contains("count") && !arg["count"].is_number_unsigned()) reader.fail("'count' must be unsigned");
+          } else if (arg.size() != 1 || !arg.begin().value().is_number()) {
+            reader.fail("a scalar argument is {\"<type>\": <number>}");
+          } else {
+            (void)Type::parse(arg.begin().key());
+          }
+        }
+      }
+      if (l.contains("expect")) {
+        if (!l["expect"].is_array()) reader.fail("launch 'expect' must be an array");
+        for (const json& v : l["expect"]) {
+          if (!v.is_number()) reader.fail("launch 'expect' values must be numbers");
+        }
+      }
+    }
+  } catch (const json::exception& error) {
+    reader.fail(std::string("malformed: ") + error.what());
+  }
+  return summary;
+}
+
+ScenarioReport run_scenario(const fs::path& path, const fs::path& fixture_dir) {
+  const ScenarioSummary summary = validate(path);
   if (summary.needs_device && !has_device()) {
     throw Error(ErrorKind::cuda, "scenario '" + summary.name + "'",
                 "needs a CUDA device (it launches, loads, or uses the driver linker): " + no_device_reason());

@@ -21,6 +21,9 @@ struct ScenarioSummary {
 };
 
 ScenarioSummary summarize(const std::filesystem::path& path);
+// Checks every field of the file (options, inputs, launch, expectations, steps) without
+// reading inputs or compiling anything; throws Error(usage) naming the file and the field.
+ScenarioSummary validate(const std::filesystem::path& path);
 
 enum class Verdict {
   as_expected,     // the outcome is the one the scenario expects

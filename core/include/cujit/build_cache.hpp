@@ -32,6 +32,11 @@ struct CacheConfig {
   std::uint64_t max_memory_bytes = std::uint64_t{256} << 20;
   // Disk entries used this recently are never evicted (another process may be using them).
   std::chrono::seconds protect_recent{300};
+  // Testing seam: called before each disk operation ("create", "write", "fsync", "rename",
+  // "read") with its name; a non-zero result is an errno that makes that operation fail,
+  // as a full disk (ENOSPC), a read-only file system (EROFS) or a permission (EACCES)
+  // would. Empty in normal use.
+  std::function<int(std::string_view operation)> fault;
 
   // From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,
   // else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES. Unparseable values

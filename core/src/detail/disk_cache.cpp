@@ -119,8 +119,10 @@ DecodedEntry decode_entry(const std::string& key, const std::string& bytes) {
   return {std::move(payload), {}};
 }
 
-DiskCache::DiskCache(fs::path directory, std::uint64_t max_bytes, std::chrono::seconds protect_recent)
-    : directory_(std::move(directory)), max_bytes_(max_bytes), protect_recent_(protect_recent) {}
+DiskCache::DiskCache(fs::path directory, std::uint64_t max_bytes, std::chrono::seconds protect_recent,
+                     std::function<int(std::string_view)> fault)
+    : directory_(std::move(directory)), max_bytes_(max_bytes), protect_recent_(protect_recent),
+      fault_(std::move(fault)) {}
 
 std::string DiskCache::open() {
   std::error_code ec;
@@ -154,6 +156,10 @@ fs::path DiskCache::entry_path(const std::string& key) const {
 
 ReadOutcome DiskCache::read(const std::string& key, std::string& payload, std::string& problem) const {
   const fs::path path = entry_path(key);
+  if (const int error = injected("read")) {
+    problem = "cannot open '" + path.string() + "': " + std::strerror(error) + " (injected)";
+    return ReadOutcome::unreadable;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::error_code ec;
@@ -184,18 +190,45 @@ DiskCacheResult DiskCache::write(const std::string& key, const std::string& payl
   std::random_device random;
   const fs::path temp = fan_out / ("." + key + "." + std::to_string(::getpid()) + "." +
                                    std::to_string(random()) + temp_suffix);
+  if (const int error = injected("create")) {
+    return {false, "cannot create '" + temp.string() + "': " + std::strerror(error) + " (injected)"};
+  }
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return {false, "cannot create '" + temp.string() + "': " + errno_text()};
   const std::string bytes = encode_entry(key, payload);
-  const bool written = write_all(fd, bytes) && ::fsync(fd) == 0;
-  const std::string write_error = written ? "" : errno_text();
+  std::string write_error;
+  bool written = true;
+  // Half, then the rest: a writer that dies in between leaves only a temporary file.
+  const std::string_view first(bytes.data(), bytes.size() / 2), rest(bytes.data() + first.size(), bytes.size() - first.size());
+  for (const std::string_view part : {first, rest}) {
+    if (const int error = injected("write")) {
+      written = false;
+      write_error = std::string(std::strerror(error)) + " (injected)";
+      break;
+    }
+    if (!write_all(fd, std::string(part))) {
+      written = false;
+      write_error = errno_text();
+      break;
+    }
+  }
+  if (written) {
+    if (const int error = injected("fsync")) {
+      written = false;
+      write_error = std::string(std::strerror(error)) + " (injected)";
+    } else if (::fsync(fd) != 0) {
+      written = false;
+      write_error = errno_text();
+    }
+  }
   ::close(fd);
   if (!written) {
     ::unlink(temp.c_str());
     return {false, "writing '" + temp.string() + "' failed: " + write_error};
   }
-  if (::rename(temp.c_str(), final_path.c_str()) != 0) {
-    const std::string error = errno_text();
+  const int rename_fault = injected("rename");
+  if (rename_fault != 0 || ::rename(temp.c_str(), final_path.c_str()) != 0) {
+    const std::string error = rename_fault ? std::string(std::strerror(rename_fault)) + " (injected)" : errno_text();
     ::unlink(temp.c_str());
     return {false, "renaming into '" + final_path.string() + "' failed: " + error};
   }

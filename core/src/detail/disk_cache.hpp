@@ -4,7 +4,9 @@
 // partial entry. Every failure is reported as a value; nothing here throws.
 
 #include <cstdint>
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -33,7 +35,8 @@ struct DiskCacheResult {
 class DiskCache {
  public:
   DiskCache(std::filesystem::path directory, std::uint64_t max_bytes,
-            std::chrono::seconds protect_recent);
+            std::chrono::seconds protect_recent,
+            std::function<int(std::string_view)> fault = {});
 
   // Creates the directory (0700) if needed and checks it is safe to use: owned by this
   // user and not writable by group or others. Empty when usable, else why not.
@@ -52,9 +55,13 @@ class DiskCache {
   const std::filesystem::path& directory() const noexcept { return directory_; }
 
  private:
+  // errno to inject for an operation, or 0 (see CacheConfig::fault).
+  int injected(std::string_view operation) const { return fault_ ? fault_(operation) : 0; }
+
   std::filesystem::path directory_;
   std::uint64_t max_bytes_;
   std::chrono::seconds protect_recent_;
+  std::function<int(std::string_view)> fault_;
 };
 
 }  // namespace cujit::detail

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "detail/handle_counts.hpp"
 #include "cujit/error.hpp"
 #include "detail/driver_api.hpp"
 #include "detail/link_session.hpp"
@@ -39,9 +40,13 @@ class DriverLinkSession final : public LinkSession {
                       "creating a link for " + arch.sm() + " failed: " + describe(result),
                       text(error_));
     }
+    handle_created(HandleKind::link_session);
   }
   ~DriverLinkSession() override {
-    if (state_ != nullptr) driver().cuLinkDestroy(state_);
+    if (state_ != nullptr) {
+      driver().cuLinkDestroy(state_);
+      handle_released(HandleKind::link_session);
+    }
   }
   DriverLinkSession(const DriverLinkSession&) = delete;
   DriverLinkSession& operator=(const DriverLinkSession&) = delete;

@@ -3,6 +3,7 @@
 
 #include <deque>
 
+#include "detail/handle_counts.hpp"
 #include "cujit/error.hpp"
 #include "detail/link_session.hpp"
 #include "detail/stderr_capture.hpp"
@@ -49,9 +50,13 @@ class NvJitLinkSession final : public LinkSession {
       throw Error(ErrorKind::link, "nvJitLink (nvJitLinkCreate)",
                   "creating a link for" + joined + " failed: " + result_name(result));
     }
+    handle_created(HandleKind::link_session);
   }
   ~NvJitLinkSession() override {
-    if (handle_ != nullptr) nvJitLinkDestroy(&handle_);
+    if (handle_ != nullptr) {
+      nvJitLinkDestroy(&handle_);
+      handle_released(HandleKind::link_session);
+    }
   }
   NvJitLinkSession(const NvJitLinkSession&) = delete;
   NvJitLinkSession& operator=(const NvJitLinkSession&) = delete;

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The reliability lane, run by CI after the tests: the CPU tests under AddressSanitizer +
+# UndefinedBehaviorSanitizer (with leak detection), the concurrent code (cache, NRT,
+# graphs) under ThreadSanitizer, and each libFuzzer target for a bounded time
+# (CUJIT_FUZZ_SECONDS, default 60). Summaries in build/reliability/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="${CUDAToolkit_ROOT:-/usr/local/cuda}/bin:$PATH"
+jobs=$(nproc 2>/dev/null || echo 2)
+out=build/reliability
+mkdir -p "$out"
+status=0
+
+step() { echo "== cujit reliability: $*"; }
+
+step "AddressSanitizer + UBSan: CPU tests"
+if cmake --preset asan > "$out/asan-configure.log" 2>&1 &&
+   cmake --build --preset asan -j"$jobs" > "$out/asan-build.log" 2>&1; then
+  ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$jobs" > "$out/asan-tests.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed" "$out/asan-tests.log"
+else
+  echo "asan build failed: $out/asan-build.log"; tail -20 "$out/asan-build.log"; status=1
+fi
+
+step "ThreadSanitizer: the cache, NRT and graphs"
+if cmake --preset tsan > "$out/tsan-configure.log" 2>&1 &&
+   cmake --build --preset tsan -j"$jobs" --target conformance_cache conformance_reliability conformance_nrt conformance_graph > "$out/tsan-build.log" 2>&1; then
+  ctest --preset tsan -j"$jobs" > "$out/tsan-tests.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed" "$out/tsan-tests.log"
+else
+  echo "tsan build failed: $out/tsan-build.log"; tail -20 "$out/tsan-build.log"; status=1
+fi
+
+step "libFuzzer: each target for ${CUJIT_FUZZ_SECONDS:-60} s"
+if cmake --preset fuzz > "$out/fuzz-configure.log" 2>&1 &&
+   cmake --build --preset fuzz -j"$jobs" > "$out/fuzz-build.log" 2>&1; then
+  for target in format ptx_scanner cache_entry scenario signature; do
+    corpus=$(mktemp -d)
+    cp -r "fuzz/corpus/$target/." "$corpus/"
+    mkdir -p "$out/crashes/$target"
+    (cd "$out/crashes/$target" && "../../../fuzz/fuzz/fuzz_$target" -max_total_time="${CUJIT_FUZZ_SECONDS:-60}" \
+        -print_final_stats=1 "$corpus" > "../../fuzz-$target.log" 2>&1)
+    result=$?
+    runs=$(grep -oE "stat::number_of_executed_units: [0-9]+" "$out/fuzz-$target.log" | grep -oE "[0-9]+$")
+    crashes=$(ls "$out/crashes/$target" | wc -l)
+    echo "fuzz $target: ${runs:-0} executions, $crashes crash inputs, exit $result"
+    if [ "$result" -ne 0 ] || [ "$crashes" -ne 0 ]; then status=1; fi
+    rm -rf "$corpus"
+  done
+else
+  echo "fuzz build failed: $out/fuzz-build.log"; tail -20 "$out/fuzz-build.log"; status=1
+fi
+exit "$status"
