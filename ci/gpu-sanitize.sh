@@ -10,7 +10,7 @@ mkdir -p "$out"
 export CUJIT_REQUIRE_GPU=1 CUJIT_TEST_MAX_N=${CUJIT_TEST_MAX_N:-1000003}
 export CUJIT_CACHE_DIR=$(pwd)/build/gpu/sanitize-cache
 status=0
-for tool in memcheck racecheck synccheck; do
+for tool in ${CUJIT_SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
   for suite in nrt cache graph; do
     log="$out/$tool-$suite.log"
     # racecheck and synccheck instrument every shared-memory access: smaller sizes.

@@ -62,6 +62,9 @@ class ScenarioFormat : public ::testing::Test {
 
 TEST_F(ScenarioFormat, MalformedFilesAreUsageErrorsNamingTheFile) {
   expect_rejected("{ not json", "not valid JSON");
+  // Regression (fuzz_scenario): a number too large for a double is out_of_range, not a
+  // parse error; it used to escape as an uncaught exception.
+  expect_rejected(R"({"schema": 3333333333333333333333333333333333333333333333333E3333})", "not valid JSON");
   expect_rejected(R"({"schema": 2, "name": "x"})", "'schema' must be 1");
   expect_rejected(R"({"schema": 1})", "'name' is missing");
   expect_rejected(R"({"schema": 1, "name": "x", "backend": "gold"})", "'backend' must be");
