@@ -25,13 +25,6 @@ namespace {
 
 const Arch arch = Arch::parse("sm_90");
 
-CacheConfig cache_mode(CacheMode mode, const std::string& dir = {}) {
-  CacheConfig config;
-  config.mode = mode;
-  config.directory = dir;
-  return config;
-}
-
 std::string scenario_source(const JitScenario& scenario) {
   return read_file(scenario_dir() + "/" + scenario.source);
 }
@@ -64,7 +57,7 @@ void raw_nvrtc_bench(benchmark::State& state, const JitScenario* scenario, Compi
 // ---- end to end: source -> cubin ----------------------------------------------------------
 
 void cujit_e2e(benchmark::State& state, const JitScenario* scenario) {
-  BuildCache off(cache_mode(CacheMode::off));
+  BuildCache off(cache_config(CacheMode::off));
   (void)cujit_link(*scenario, off, arch);
   for (auto _ : state) benchmark::DoNotOptimize(cujit_link(*scenario, off, arch));
 }
@@ -82,41 +75,17 @@ void first_call_new_process(benchmark::State& state, const JitScenario* scenario
 
 // ---- nvJitLink alone ----------------------------------------------------------------------
 
-std::vector<LinkableCode> precompiled(const JitScenario& scenario) {
-  BuildCache off(cache_mode(CacheMode::off));
-  LinkOptions options;
-  options.arch = arch;
-  options.lto = scenario.lto;
-  options.headers = nrt::headers();
-  std::vector<LinkableCode> inputs{compile_for_link(
-      LinkableCode::from_path(scenario_dir() + "/" + scenario.source), options, LinkerBackend::nvjitlink)};
-  for (const std::string& path : scenario.external) {
-    const std::string full = path.rfind("fixtures:", 0) == 0 ? fixture_dir() + "/" + path.substr(9)
-                                                             : scenario_dir() + "/" + path;
-    inputs.push_back(compile_for_link(LinkableCode::from_path(full), options, LinkerBackend::nvjitlink));
-  }
-  if (scenario.nrt) inputs.push_back(nrt::library(arch, scenario.lto ? CompileTarget::ltoir : CompileTarget::ptx, {}, off));
-  return inputs;
-}
-
 void cujit_nvjitlink(benchmark::State& state, const JitScenario* scenario) {
-  const std::vector<LinkableCode> inputs = precompiled(*scenario);
   LinkOptions options;
   options.arch = arch;
   options.lto = scenario->lto;
   options.backend = LinkerBackend::nvjitlink;
-  auto link = [&] {
-    Linker linker(options);
-    for (const LinkableCode& code : inputs) linker.add(code);
-    return linker.link();
-  };
-  (void)link();
-  for (auto _ : state) benchmark::DoNotOptimize(link());
+  time_cujit_link(state, compiled_inputs(*scenario, arch, LinkerBackend::nvjitlink), options);
 }
 
 void raw_nvjitlink_bench(benchmark::State& state, const JitScenario* scenario) {
   std::vector<RawInput> inputs;
-  for (const LinkableCode& code : precompiled(*scenario)) {
+  for (const LinkableCode& code : compiled_inputs(*scenario, arch, LinkerBackend::nvjitlink)) {
     inputs.emplace_back(traits(code.format()).nvjitlink_input, code.bytes());
   }
   std::vector<std::string> options{"-arch=" + arch.sm()};
@@ -135,7 +104,7 @@ reduce::ReduceSpec reduce_spec(bool pch) {
 }
 
 void reduce_cold(benchmark::State& state, bool pch) {
-  BuildCache off(cache_mode(CacheMode::off));
+  BuildCache off(cache_config(CacheMode::off));
   if (pch) (void)reduce::build_reduce(reduce_spec(true), off);  // creates the header: untimed
   for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce(reduce_spec(pch), off));
 }
@@ -144,7 +113,7 @@ std::string prepared_cache_dir() {
   static const std::string dir = [] {
     const std::string path = std::filesystem::temp_directory_path() /
                              ("cujit-bench-cache-" + std::to_string(::getpid()));
-    BuildCache cache(cache_mode(CacheMode::disk, path));
+    BuildCache cache(cache_config(CacheMode::disk, path));
     (void)reduce::build_reduce(reduce_spec(true), cache);
     return path;
   }();
@@ -152,7 +121,7 @@ std::string prepared_cache_dir() {
 }
 
 void reduce_memory_hit(benchmark::State& state) {
-  BuildCache cache(cache_mode(CacheMode::memory));
+  BuildCache cache(cache_config(CacheMode::memory));
   (void)reduce::build_reduce(reduce_spec(true), cache);
   for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce(reduce_spec(true), cache));
 }
@@ -160,7 +129,7 @@ void reduce_memory_hit(benchmark::State& state) {
 void reduce_disk_hit(benchmark::State& state) {
   const std::string dir = prepared_cache_dir();
   for (auto _ : state) {
-    BuildCache cache(cache_mode(CacheMode::disk, dir));  // fresh object: nothing in memory
+    BuildCache cache(cache_config(CacheMode::disk, dir));  // fresh object: nothing in memory
     benchmark::DoNotOptimize(reduce::build_reduce(reduce_spec(true), cache));
   }
 }
@@ -171,7 +140,7 @@ void reduce_disk_hit_new_process(benchmark::State& state) {
 }
 
 void kernel_link_memory_hit(benchmark::State& state, const JitScenario* scenario) {
-  BuildCache cache(cache_mode(CacheMode::memory));
+  BuildCache cache(cache_config(CacheMode::memory));
   (void)cujit_link(*scenario, cache, arch);
   for (auto _ : state) benchmark::DoNotOptimize(cujit_link(*scenario, cache, arch));
 }
@@ -231,10 +200,10 @@ int child(const std::string& arguments) {
   if (has_device()) use_device(0);
   const auto start = Clock::now();
   if (what == "first_call") {
-    BuildCache off(cache_mode(CacheMode::off));
+    BuildCache off(cache_config(CacheMode::off));
     (void)cujit_link(jit_scenario(argument), off, arch);
   } else if (what == "reduce_disk_hit") {
-    BuildCache cache(cache_mode(CacheMode::disk, argument));
+    BuildCache cache(cache_config(CacheMode::disk, argument));
     const reduce::ReduceBuild build = reduce::build_reduce(reduce_spec(true), cache);
     if (build.source != CacheSource::disk) return 1;
   } else {

@@ -17,15 +17,8 @@ namespace {
 
 Arch device_arch() { return Arch::of_device(0); }
 
-CacheConfig cache_mode(CacheMode mode, const std::string& dir = {}) {
-  CacheConfig config;
-  config.mode = mode;
-  config.directory = dir;
-  return config;
-}
-
 void cujit_module_load(benchmark::State& state, const JitScenario* scenario) {
-  BuildCache off(cache_mode(CacheMode::off));
+  BuildCache off(cache_config(CacheMode::off));
   const Bytes cubin = cujit_link(*scenario, off, device_arch()).link.cubin;
   for (auto _ : state) {
     auto module = Module::load(cubin, scenario->name);
@@ -34,7 +27,7 @@ void cujit_module_load(benchmark::State& state, const JitScenario* scenario) {
 }
 
 void raw_module_load(benchmark::State& state, const JitScenario* scenario) {
-  BuildCache off(cache_mode(CacheMode::off));
+  BuildCache off(cache_config(CacheMode::off));
   const Bytes cubin = cujit_link(*scenario, off, device_arch()).link.cubin;
   for (auto _ : state) {
     CUmodule module = nullptr;
@@ -47,7 +40,7 @@ void raw_module_load(benchmark::State& state, const JitScenario* scenario) {
 }
 
 void cujit_e2e_launchable(benchmark::State& state, const JitScenario* scenario) {
-  BuildCache off(cache_mode(CacheMode::off));
+  BuildCache off(cache_config(CacheMode::off));
   auto build = [&] {
     auto module = Module::load(cujit_link(*scenario, off, device_arch()).link.cubin, scenario->name);
     return module->kernel(scenario->kernel);
@@ -71,36 +64,15 @@ void raw_e2e_launchable(benchmark::State& state, const JitScenario* scenario) {
 }
 
 // The driver linker over PTX (non-LTO scenarios): cujit's backend and raw cuLink*.
-std::vector<LinkableCode> ptx_inputs(const JitScenario& scenario) {
-  LinkOptions options;
-  options.arch = device_arch();
-  options.headers = nrt::headers();
-  std::vector<LinkableCode> out{compile_for_link(
-      LinkableCode::from_path(scenario_dir() + "/" + scenario.source), options, LinkerBackend::driver)};
-  for (const std::string& path : scenario.external) {
-    out.push_back(compile_for_link(LinkableCode::from_path(scenario_dir() + "/" + path), options,
-                                   LinkerBackend::driver));
-  }
-  if (scenario.nrt) out.push_back(nrt::library(device_arch(), CompileTarget::ptx));
-  return out;
-}
-
 void cujit_driver_link(benchmark::State& state, const JitScenario* scenario) {
-  const std::vector<LinkableCode> inputs = ptx_inputs(*scenario);
   LinkOptions options;
   options.arch = device_arch();
   options.backend = LinkerBackend::driver;
-  auto link = [&] {
-    Linker linker(options);
-    for (const LinkableCode& code : inputs) linker.add(code);
-    return linker.link();
-  };
-  (void)link();
-  for (auto _ : state) benchmark::DoNotOptimize(link());
+  time_cujit_link(state, compiled_inputs(*scenario, device_arch(), LinkerBackend::driver), options);
 }
 
 void raw_driver_link(benchmark::State& state, const JitScenario* scenario) {
-  const std::vector<LinkableCode> inputs = ptx_inputs(*scenario);
+  const std::vector<LinkableCode> inputs = compiled_inputs(*scenario, device_arch(), LinkerBackend::driver);
   auto link = [&] {
     CUlinkState link_state = nullptr;
     cuLinkCreate(0, nullptr, nullptr, &link_state);
@@ -122,7 +94,7 @@ void raw_driver_link(benchmark::State& state, const JitScenario* scenario) {
 std::string prepared_dir(const JitScenario& scenario) {
   const std::string dir = std::filesystem::temp_directory_path() /
                           ("cujit-bench-gpu-cache-" + std::to_string(::getpid()) + "-" + scenario.name);
-  BuildCache cache(cache_mode(CacheMode::disk, dir));
+  BuildCache cache(cache_config(CacheMode::disk, dir));
   (void)cujit_link(scenario, cache, device_arch());
   return dir;
 }
@@ -137,14 +109,7 @@ void kernel_disk_hit_new_process(benchmark::State& state, const JitScenario* sce
 }
 
 void register_all() {
-  if (!has_device()) {
-    benchmark::RegisterBenchmark("jit_gpu/skipped", [](benchmark::State& state) {
-      state.SkipWithError(("no CUDA device: " + no_device_reason()).c_str());
-      for (auto _ : state) {
-      }
-    });
-    return;
-  }
+  if (skip_without_device("jit_gpu")) return;
   use_device(0);
   const int reps = repetitions(5);
   const int iterations = quick() ? 2 : 10;
@@ -180,7 +145,7 @@ int child(const std::string& arguments) {
   use_device(0);
   const JitScenario& scenario = jit_scenario(name);
   const auto start = Clock::now();
-  BuildCache cache(cache_mode(CacheMode::disk, dir));
+  BuildCache cache(cache_config(CacheMode::disk, dir));
   const LinkedKernel linked = cujit_link(scenario, cache, device_arch());
   auto module = cache.module(linked.key, linked.link.cubin, scenario.name);
   const Kernel kernel = module->kernel(scenario.kernel);

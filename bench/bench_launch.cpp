@@ -274,14 +274,7 @@ void raw_graph_chain(benchmark::State& state) {
 }
 
 void register_all() {
-  if (!has_device()) {
-    benchmark::RegisterBenchmark("launch/skipped", [](benchmark::State& state) {
-      state.SkipWithError(("no CUDA device: " + no_device_reason()).c_str());
-      for (auto _ : state) {
-      }
-    });
-    return;
-  }
+  if (skip_without_device("launch")) return;
   const int reps = repetitions(5);
   const std::vector<int64_t> chain_lengths{1, 10, 100, 1000};
   for (const std::string kind : {"empty", "small"}) {

@@ -81,14 +81,7 @@ void copy_bandwidth(benchmark::State& state) {
 }
 
 void register_all() {
-  if (!has_device()) {
-    benchmark::RegisterBenchmark("reduce/skipped", [](benchmark::State& state) {
-      state.SkipWithError(("no CUDA device: " + no_device_reason()).c_str());
-      for (auto _ : state) {
-      }
-    });
-    return;
-  }
+  if (skip_without_device("reduce")) return;
   const int reps = repetitions(5);
   for (int64_t log2n : {10, 14, 18, 22, 26, 28}) {
     const int64_t n = int64_t{1} << log2n;

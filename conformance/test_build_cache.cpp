@@ -10,18 +10,14 @@
 #include <thread>
 
 #include "cujit/build_cache.hpp"
+#include "support/cache_helpers.hpp"
 #include "support/fixtures.hpp"
 
 namespace cujit {
 namespace {
 namespace fs = std::filesystem;
 
-CacheConfig disk_config(const fs::path& dir) {
-  CacheConfig config;
-  config.mode = CacheMode::disk;
-  config.directory = dir;
-  return config;
-}
+CacheConfig disk_config(const fs::path& dir) { return test::disk_cache_at(dir); }
 
 CacheKey key_of(const std::string& name) { return CacheKey("test").add("name", name); }
 
@@ -34,12 +30,7 @@ std::vector<fs::path> files_under(const fs::path& dir, const std::string& extens
   return out;
 }
 
-bool warned(const BuildCache& cache, const std::string& fragment) {
-  for (const std::string& warning : cache.warnings()) {
-    if (warning.find(fragment) != std::string::npos) return true;
-  }
-  return false;
-}
+using test::has_warning;
 
 class BuildCacheTest : public ::testing::Test {
  protected:
@@ -171,7 +162,7 @@ TEST_P(BadEntry, IsAMissRemovedCountedAndRebuilt) {
   EXPECT_EQ(cache.get_or_build(key, builder("the payload"), &source), "the payload");
   EXPECT_EQ(source, CacheSource::built);
   EXPECT_EQ(cache.stats().corrupt_entries, 1u);
-  EXPECT_TRUE(warned(cache, "dropped")) << GetParam().first;
+  EXPECT_TRUE(has_warning(cache, "dropped")) << GetParam().first;
   // Rebuilt and valid again.
   BuildCache again(disk_config(dir()));
   EXPECT_EQ(again.get_or_build(key, builder("never"), &source), "the payload");
@@ -208,7 +199,7 @@ TEST_F(BuildCacheTest, GroupWritableDirectoryIsNotUsed) {
   fs::permissions(dir(), fs::perms::all);
   BuildCache cache(disk_config(dir()));
   EXPECT_FALSE(cache.disk_usable());
-  EXPECT_TRUE(warned(cache, "writable by group or others"));
+  EXPECT_TRUE(has_warning(cache, "writable by group or others"));
   EXPECT_EQ(cache.get_or_build(key_of("a"), builder("built anyway")), "built anyway");
 }
 
@@ -219,7 +210,7 @@ TEST_F(BuildCacheTest, DirectoryOfAnotherUserIsNotUsed) {
   ASSERT_EQ(::chown(dir().c_str(), 65534, 65534), 0);
   BuildCache cache(disk_config(dir()));
   EXPECT_FALSE(cache.disk_usable());
-  EXPECT_TRUE(warned(cache, "owned by user 65534"));
+  EXPECT_TRUE(has_warning(cache, "owned by user 65534"));
   EXPECT_EQ(cache.get_or_build(key_of("a"), builder("built anyway")), "built anyway");
 }
 
@@ -237,7 +228,7 @@ TEST_F(BuildCacheTest, PathThatIsAFileIsNotUsed) {
   temp.write("cache", "not a directory");
   BuildCache cache(disk_config(dir()));
   EXPECT_FALSE(cache.disk_usable());
-  EXPECT_TRUE(warned(cache, "not a directory"));
+  EXPECT_TRUE(has_warning(cache, "not a directory"));
   EXPECT_EQ(cache.get_or_build(key_of("a"), builder("built anyway")), "built anyway");
 }
 
@@ -247,7 +238,7 @@ TEST_F(BuildCacheTest, DirectoryRemovedWhileInUse) {
   fs::remove_all(dir());
   EXPECT_EQ(cache.get_or_build(key_of("a"), builder("built anyway")), "built anyway");
   EXPECT_EQ(cache.stats().disk_write_failures, 1u);
-  EXPECT_TRUE(warned(cache, "not written"));
+  EXPECT_TRUE(has_warning(cache, "not written"));
 }
 
 TEST_F(BuildCacheTest, UnwritableFanOutDirectory) {

@@ -20,6 +20,7 @@
 #include "cujit/graph.hpp"
 #include "cujit/kernel_builder.hpp"
 #include "cujit/linker.hpp"
+#include "support/cache_helpers.hpp"
 #include "support/fixtures.hpp"
 #include "support/linking.hpp"
 
@@ -109,30 +110,12 @@ TEST(GpuHandles, NoneOutlivesALoadOrGraphError) {
 
 // ---- cache faults ----------------------------------------------------------------------
 
-CacheConfig disk_at(const fs::path& dir) {
-  CacheConfig config;
-  config.mode = CacheMode::disk;
-  config.directory = dir;
-  return config;
-}
+using test::count_files;
+using test::has_warning;
+
+CacheConfig disk_at(const fs::path& dir) { return test::disk_cache_at(dir); }
 
 CacheKey key_of(const std::string& name) { return CacheKey("reliability").add("name", name); }
-
-std::size_t files_with(const fs::path& dir, const std::string& extension) {
-  std::size_t count = 0;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file() && it->path().extension() == extension) ++count;
-  }
-  return count;
-}
-
-bool warned(const BuildCache& cache, const std::string& fragment) {
-  for (const std::string& warning : cache.warnings()) {
-    if (warning.find(fragment) != std::string::npos) return true;
-  }
-  return false;
-}
 
 struct Fault {
   const char* operation;
@@ -149,8 +132,8 @@ TEST_P(InjectedFault, TheBuildSucceedsAndNothingPartialIsLeft) {
   BuildCache cache(config);
   ASSERT_TRUE(cache.disk_usable());
   EXPECT_EQ(cache.get_or_build(key_of("a"), [] { return std::string(100000, 'p'); }), std::string(100000, 'p'));
-  EXPECT_TRUE(warned(cache, std::strerror(fault.error))) << fault.operation;
-  EXPECT_EQ(files_with(dir.path(), ".tmp"), 0u);
+  EXPECT_TRUE(has_warning(cache, std::strerror(fault.error))) << fault.operation;
+  EXPECT_EQ(count_files(dir.path(), ".tmp"), 0u);
   // The answer still comes, from memory; the disk tier is consistent (nothing, or a valid
   // entry when only reading failed).
   CacheSource source{};
@@ -187,8 +170,8 @@ TEST(CacheKill, AWriterKilledMidEntryLeavesNoVisibleEntry) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  EXPECT_EQ(files_with(cache_dir, ".entry"), 0u);  // never visible
-  EXPECT_EQ(files_with(cache_dir, ".tmp"), 1u);    // the half-written temporary
+  EXPECT_EQ(count_files(cache_dir, ".entry"), 0u);  // never visible
+  EXPECT_EQ(count_files(cache_dir, ".tmp"), 1u);    // the half-written temporary
   BuildCache next(disk_at(cache_dir));
   CacheSource source{};
   EXPECT_EQ(next.get_or_build(key_of("killed"), [] { return std::string(1 << 20, 'k'); }, &source),
@@ -213,9 +196,9 @@ TEST(CacheFullDisk, ARealFullFileSystem) {
     ASSERT_TRUE(cache.disk_usable());
     EXPECT_EQ(cache.get_or_build(key_of("big"), [] { return std::string(1 << 20, 'b'); }), std::string(1 << 20, 'b'));
     EXPECT_EQ(cache.stats().disk_write_failures, 1u);
-    EXPECT_EQ(files_with(mount_point, ".tmp"), 0u);
+    EXPECT_EQ(count_files(mount_point, ".tmp"), 0u);
     EXPECT_EQ(cache.get_or_build(key_of("small"), [] { return std::string(100, 's'); }), std::string(100, 's'));
-    EXPECT_EQ(files_with(mount_point, ".entry"), 1u);  // what fits is still cached
+    EXPECT_EQ(count_files(mount_point, ".entry"), 1u);  // what fits is still cached
   }
   ::umount(mount_point.c_str());
 }
@@ -285,8 +268,8 @@ TEST(CacheHammer, SixteenProcessesOfFourThreadsOnEightKeys) {
   std::cout << "cache hammer: " << total << " calls from " << processes << " processes x " << threads
             << " threads on " << keys << " keys in 3 s\n";
   EXPECT_GT(total, processes * threads);
-  EXPECT_EQ(files_with(cache_dir, ".entry"), static_cast<std::size_t>(keys));
-  EXPECT_EQ(files_with(cache_dir, ".tmp"), 0u);
+  EXPECT_EQ(count_files(cache_dir, ".entry"), static_cast<std::size_t>(keys));
+  EXPECT_EQ(count_files(cache_dir, ".tmp"), 0u);
   BuildCache reader(disk_at(cache_dir));
   for (int k = 0; k < keys; ++k) {
     CacheSource source{};

@@ -59,6 +59,17 @@ def key_figures(data):
     return rows
 
 
+def _save(fig, ax, title, out_dir, name, plt):
+    """Titles, lays out and writes one figure; returns its path."""
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = os.path.join(out_dir, name)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_cold_vs_cached(data, out_dir, plt):
     series = [("cold (cujit)", "cujit/e2e_cubin/{}"), ("cold (raw floor)", "raw/e2e_cubin/{}"),
               ("first call, new process", "cujit/first_call_new_process/{}"),
@@ -83,13 +94,7 @@ def plot_cold_vs_cached(data, out_dir, plt):
     ax.set_ylabel("ms (median, bars: stddev)")
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(present))])
     ax.set_xticklabels(present)
-    ax.set_title("Source to kernel: cold, cached, raw floor")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = os.path.join(out_dir, "cold_vs_cached.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, "Source to kernel: cold, cached, raw floor", out_dir, "cold_vs_cached.png", plt)
 
 
 def _by_n(data, prefix):
@@ -116,13 +121,7 @@ def plot_launch(data, out_dir, plt):
     ax.set_xscale("log")
     ax.set_xlabel("kernels in the chain (N)")
     ax.set_ylabel("us per kernel (launch + sync / N)")
-    ax.set_title("Stream launches vs one graph launch (empty kernels)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = os.path.join(out_dir, "launch_per_kernel.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, "Stream launches vs one graph launch (empty kernels)", out_dir, "launch_per_kernel.png", plt)
 
 
 def plot_reduce(data, out_dir, plt):
@@ -141,13 +140,7 @@ def plot_reduce(data, out_dir, plt):
     ax.set_xscale("log", base=2)
     ax.set_xlabel("int32 items (n)")
     ax.set_ylabel("GB/s")
-    ax.set_title("reduce_into throughput vs n")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = os.path.join(out_dir, "reduce_throughput.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, "reduce_into throughput vs n", out_dir, "reduce_throughput.png", plt)
 
 
 PEER_PAIRS = [
@@ -174,13 +167,7 @@ def plot_peers(data, out_dir, plt):
     ax.set_yticklabels([r[0] for r in rows], fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("ms (median)")
-    ax.set_title("cujit next to numba-cuda and cuda.core")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = os.path.join(out_dir, "peers.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, "cujit next to numba-cuda and cuda.core", out_dir, "peers.png", plt)
 
 
 def write_html(runs, data, plots, out_dir):

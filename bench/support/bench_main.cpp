@@ -58,6 +58,17 @@ std::string run_self(const std::string& arguments) {
   return line.data();
 }
 
+bool skip_without_device(const char* family) {
+  if (has_device()) return false;
+  const std::string reason = "no CUDA device: " + no_device_reason();
+  benchmark::RegisterBenchmark((std::string(family) + "/skipped").c_str(), [reason](benchmark::State& state) {
+    state.SkipWithError(reason.c_str());
+    for (auto _ : state) {
+    }
+  });
+  return true;
+}
+
 std::string scenario_dir() { return CUJIT_BENCH_SCENARIO_DIR; }
 std::string fixture_dir() { return CUJIT_BENCH_FIXTURE_DIR; }
 

@@ -37,6 +37,10 @@ inline double seconds_since(Clock::time_point start) {
 int run_main(int argc, char** argv, const std::function<void()>& register_benchmarks,
              const std::function<int(const std::string&)>& child = {});
 
+// Registers one benchmark that is skipped with the reason, for families that need a
+// device on a machine without one; returns true when that happened.
+bool skip_without_device(const char* family);
+
 // Where the scenario sources and the built fixtures are.
 std::string scenario_dir();
 std::string fixture_dir();

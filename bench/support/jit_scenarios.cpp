@@ -89,4 +89,38 @@ std::string raw_link(const JitScenario& scenario, const Arch& arch) {
   return raw_nvjitlink(inputs, link);
 }
 
+std::vector<LinkableCode> compiled_inputs(const JitScenario& scenario, const Arch& arch, LinkerBackend backend) {
+  LinkOptions options;
+  options.arch = arch;
+  options.lto = scenario.lto;
+  options.headers = nrt::headers();
+  std::vector<LinkableCode> inputs{
+      compile_for_link(LinkableCode::from_path(resolve(scenario.source)), options, backend)};
+  for (const std::string& path : scenario.external) {
+    inputs.push_back(compile_for_link(LinkableCode::from_path(resolve(path)), options, backend));
+  }
+  if (scenario.nrt) {
+    BuildCache off(cache_config(CacheMode::off));
+    inputs.push_back(nrt::library(arch, cu_compile_target(backend, scenario.lto), {}, off));
+  }
+  return inputs;
+}
+
+void time_cujit_link(benchmark::State& state, const std::vector<LinkableCode>& inputs, const LinkOptions& options) {
+  auto link = [&] {
+    Linker linker(options);
+    for (const LinkableCode& code : inputs) linker.add(code);
+    return linker.link();
+  };
+  (void)link();
+  for (auto _ : state) benchmark::DoNotOptimize(link());
+}
+
+CacheConfig cache_config(CacheMode mode, const std::string& directory) {
+  CacheConfig config;
+  config.mode = mode;
+  config.directory = directory;
+  return config;
+}
+
 }  // namespace cujit::bench

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <benchmark/benchmark.h>
+
 #include "cujit/kernel_builder.hpp"
 
 namespace cujit::bench {
@@ -28,5 +30,15 @@ LinkedKernel cujit_link(const JitScenario& scenario, BuildCache& cache, const Ar
 std::string raw_link(const JitScenario& scenario, const Arch& arch);
 
 std::string read_file(const std::string& path);
+
+// The scenario's inputs ready for `backend`: CUDA C++ compiled the way a link with the
+// scenario's LTO setting on that backend compiles it, fixtures resolved, the NRT library
+// added when the scenario uses NRT.
+std::vector<LinkableCode> compiled_inputs(const JitScenario& scenario, const Arch& arch, LinkerBackend backend);
+
+// Times Linker::link over `inputs` (one untimed warm-up first).
+void time_cujit_link(benchmark::State& state, const std::vector<LinkableCode>& inputs, const LinkOptions& options);
+
+CacheConfig cache_config(CacheMode mode, const std::string& directory = {});
 
 }  // namespace cujit::bench
