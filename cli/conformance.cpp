@@ -14,8 +14,8 @@
 namespace cujit::cli {
 namespace {
 
-const std::vector<std::string> all_areas = {"format", "program", "linking", "module", "nrt",
-                                            "abi", "graph", "cache", "scenarios"};
+const std::vector<std::string> all_areas = {"format", "program", "linking", "module", "nrt", "abi",
+                                            "graph", "cache", "scenarios", "reliability", "cli"};
 
 struct AreaResult {
   int passed = 0, failed = 0, skipped = 0;

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   auto* conformance_cmd = app.add_subcommand("conformance", "Run the conformance suites; JUnit XML and a summary");
   conformance_cmd->add_option("--out", conformance_options.out, "Output directory");
   conformance_cmd->add_option("--area", conformance_options.areas,
-                              "Only these areas (format, program, linking, module, nrt, abi, graph, cache, scenarios)");
+                              "Only these areas (format, program, linking, module, nrt, abi, graph, cache, scenarios, reliability, cli)");
 
   BenchOptions bench_options{default_out_dir() / "bench", false, false, {}, {}};
   auto* bench_cmd = app.add_subcommand("bench", "Run the benchmark families; JSON out");

@@ -43,8 +43,25 @@ def floor_of(name, data):
     return data.get("raw/" + name[len("cujit/"):])
 
 
+# Cached figures and the cold build they save.
+COLD_OF = [(re.compile(r"cujit/reduce_build/(memory_hit|disk_hit|disk_hit_new_process|pch_warm)$"),
+            lambda m: "cujit/reduce_build/cold"),
+           (re.compile(r"cujit/kernel_link/(\w+)/memory_hit$"), lambda m: f"cujit/e2e_cubin/{m.group(1)}"),
+           (re.compile(r"cujit/kernel_build/(\w+)/disk_hit_new_process$"),
+            lambda m: f"cujit/e2e_launchable/{m.group(1)}")]
+
+
+def cold_of(name, data):
+    for pattern, cold in COLD_OF:
+        match = pattern.match(name)
+        if match:
+            return data.get(cold(match))
+    return None
+
+
 def key_figures(data):
-    """(label, value text, ratio text) rows: cujit next to its floor where there is one."""
+    """Rows: cujit's median and noise, its floor and the ratio, and for cached figures the
+    cold build and the ratio to it."""
     rows = []
     for name in sorted(data):
         if not name.startswith("cujit/"):
@@ -54,8 +71,10 @@ def key_figures(data):
             continue
         raw = floor_of(name, data)
         ratio = f"{b.median / raw.median:.3f}" if raw and raw.median else ""
+        cold = cold_of(name, data)
+        vs_cold = f"{b.median / cold.median:.3g}" if cold and cold.median else ""
         rows.append((name, _fmt(b.median), f"{b.cv:.1%}" if b.cv is not None else "-",
-                     _fmt(raw.median) if raw else "-", ratio))
+                     _fmt(raw.median) if raw else "-", ratio, vs_cold))
     return rows
 
 
@@ -189,10 +208,10 @@ def write_html(runs, data, plots, out_dir):
         else:
             parts.append(f"<h3>{html.escape(title)}</h3><p>No data for this plot in these files.</p>")
     parts.append("<h2>Key figures</h2><table><tr><th>benchmark</th><th>median</th><th>noise (cv)</th>"
-                 "<th>floor</th><th>cujit / floor</th></tr>")
-    for name, value, cv, floor, ratio in key_figures(data):
+                 "<th>floor</th><th>cujit / floor</th><th>cached / cold</th></tr>")
+    for name, value, cv, floor, ratio, vs_cold in key_figures(data):
         parts.append(f"<tr><td>{html.escape(name)}</td><td class='n'>{value}</td><td class='n'>{cv}</td>"
-                     f"<td class='n'>{floor}</td><td class='n'>{ratio}</td></tr>")
+                     f"<td class='n'>{floor}</td><td class='n'>{ratio}</td><td class='n'>{vs_cold}</td></tr>")
     parts.append("</table>")
     errors = [(n, b.error) for n, b in sorted(data.items()) if b.error]
     if errors:

@@ -96,6 +96,7 @@ class ReportTest(unittest.TestCase):
             self.assertIn("cujit/e2e_cubin/tiny", page)
             self.assertIn("<td class='n'>1.052</td>", page)  # 20.1 ms / 19.1 ms over the raw floor
             self.assertIn("<td class='n'>1.010</td>", page)  # reduce_into over CUB AOT
+            self.assertIn("<td class='n'>0.00199</td>", page)  # memory hit 40 us / cold 20.1 ms
             self.assertIn("golden GPU", page)
 
     def test_missing_data_says_so(self):
