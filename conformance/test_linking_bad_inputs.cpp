@@ -111,6 +111,17 @@ INSTANTIATE_TEST_SUITE_P(Backends, BadFile,
 
 // ---- link-level: nvJitLink on CPU, the driver linker on a GPU -----------------------
 
+// The LinkError a link that must fail throws; a failure (and an empty error) if it links.
+LinkError link_error(const Linker& linker, const std::string& why_it_must_fail) {
+  try {
+    (void)linker.link();
+  } catch (const LinkError& error) {
+    return error;
+  }
+  ADD_FAILURE() << "linked " << why_it_must_fail;
+  return LinkError("", "", "", {}, {});
+}
+
 class BadLink : public ::testing::TestWithParam<LinkerBackend> {
  protected:
   void SetUp() override {
@@ -136,14 +147,10 @@ TEST_P(BadLink, UnresolvedExternNamesTheSymbol) {
   Linker l = linker();
   l.add_file(fixture_path("mixed_kernel.ptx"));
   l.add_file(fixture_path("dev_add.ptx"));
-  try {
-    (void)l.link();
-    ADD_FAILURE() << "linked without a definition of dev_mul";
-  } catch (const LinkError& error) {
-    EXPECT_TRUE(contains(error.what(), "dev_mul")) << error.what();
-    EXPECT_TRUE(contains(error.what(), "mixed_kernel.ptx")) << error.what();
-    EXPECT_EQ(error.unresolved_symbols(), std::vector<std::string>{"dev_mul"}) << error.what();
-  }
+  const LinkError error = link_error(l, "without a definition of dev_mul");
+  EXPECT_TRUE(contains(error.what(), "dev_mul")) << error.what();
+  EXPECT_TRUE(contains(error.what(), "mixed_kernel.ptx")) << error.what();
+  EXPECT_EQ(error.unresolved_symbols(), std::vector<std::string>{"dev_mul"}) << error.what();
 }
 
 TEST_P(BadLink, SameSymbolDefinedInTwoInputs) {
@@ -152,13 +159,9 @@ TEST_P(BadLink, SameSymbolDefinedInTwoInputs) {
   l.add_file(fixture_path("dev_mul.ptx"));
   l.add_file(fixture_path("dev_add.ptx"));
   l.add_file(fixture_path("dev_add.cubin"));
-  try {
-    (void)l.link();
-    ADD_FAILURE() << "linked with dev_add defined twice";
-  } catch (const LinkError& error) {
-    EXPECT_TRUE(contains(error.what(), "dev_add")) << error.what();
-    EXPECT_TRUE(contains(error.what(), "dev_add.cubin")) << error.what();
-  }
+  const LinkError error = link_error(l, "with dev_add defined twice");
+  EXPECT_TRUE(contains(error.what(), "dev_add")) << error.what();
+  EXPECT_TRUE(contains(error.what(), "dev_add.cubin")) << error.what();
 }
 
 TEST_P(BadLink, SameSymbolAfterAnLtoLinkInTheSameProcess) {
@@ -170,14 +173,10 @@ TEST_P(BadLink, SameSymbolAfterAnLtoLinkInTheSameProcess) {
   Linker l = linker();
   l.add_file(fixture_path("dev_add.ptx"));
   l.add_file(fixture_path("dev_add.cubin"));
-  try {
-    (void)l.link();
-    ADD_FAILURE() << "linked with dev_add defined twice";
-  } catch (const LinkError& error) {
-    EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"}) << error.what();
-    EXPECT_TRUE(contains(error.what(), "dev_add.ptx")) << error.what();
-    EXPECT_TRUE(contains(error.what(), "dev_add.cubin")) << error.what();
-  }
+  const LinkError error = link_error(l, "with dev_add defined twice");
+  EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"}) << error.what();
+  EXPECT_TRUE(contains(error.what(), "dev_add.ptx")) << error.what();
+  EXPECT_TRUE(contains(error.what(), "dev_add.cubin")) << error.what();
 }
 
 TEST_P(BadLink, CubinForAnotherArchitecture) {

@@ -125,18 +125,27 @@ def _by_n(data, prefix):
     return sorted(points, key=lambda p: p[0])
 
 
-def plot_launch(data, out_dir, plt):
-    series = [("stream, cujit", "cujit/stream_chain/empty"), ("graph, cujit", "cujit/graph_chain/empty"),
-              ("stream, raw cuLaunchKernel", "raw/stream_chain/empty"),
-              ("graph, raw cuGraphLaunch", "raw/graph_chain/empty")]
+def _series_figure(data, series, plt):
+    """(fig, ax, [(label, points by n)]) for (label, name prefix) series, or None when none
+    of them has data."""
     lines = [(label, _by_n(data, prefix)) for label, prefix in series]
     if not any(points for _, points in lines):
         return None
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    return fig, ax, [(label, points) for label, points in lines if points]
+
+
+def plot_launch(data, out_dir, plt):
+    series = [("stream, cujit", "cujit/stream_chain/empty"), ("graph, cujit", "cujit/graph_chain/empty"),
+              ("stream, raw cuLaunchKernel", "raw/stream_chain/empty"),
+              ("graph, raw cuGraphLaunch", "raw/graph_chain/empty")]
+    figure = _series_figure(data, series, plt)
+    if figure is None:
+        return None
+    fig, ax, lines = figure
     for label, points in lines:
-        if points:
-            ax.errorbar([n for n, _ in points], [b.median / n * 1e6 for n, b in points],
-                        yerr=[_noise(b) / n * 1e6 for n, b in points], marker="o", label=label, capsize=2)
+        ax.errorbar([n for n, _ in points], [b.median / n * 1e6 for n, b in points],
+                    yerr=[_noise(b) / n * 1e6 for n, b in points], marker="o", label=label, capsize=2)
     ax.set_xscale("log")
     ax.set_xlabel("kernels in the chain (N)")
     ax.set_ylabel("us per kernel (launch + sync / N)")
@@ -147,15 +156,14 @@ def plot_reduce(data, out_dir, plt):
     series = [("cujit reduce_into", "cujit/reduce_into/int32_sum"),
               ("CUB DeviceReduce (nvcc, AOT)", "aot/cub_device_reduce/int32_sum"),
               ("copy bandwidth (read + write)", "raw/copy_bandwidth/int32")]
-    lines = [(label, _by_n(data, prefix)) for label, prefix in series]
-    if not any(points for _, points in lines):
+    figure = _series_figure(data, series, plt)
+    if figure is None:
         return None
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax, lines = figure
     for label, points in lines:
-        if points:
-            factor = 2 if "copy" in label else 1  # bytes read and written
-            ax.plot([n for n, _ in points], [factor * n * 4 / b.median / 1e9 for n, b in points],
-                    marker="o", label=label)
+        factor = 2 if "copy" in label else 1  # bytes read and written
+        ax.plot([n for n, _ in points], [factor * n * 4 / b.median / 1e9 for n, b in points],
+                marker="o", label=label)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("int32 items (n)")
     ax.set_ylabel("GB/s")
