@@ -1,21 +1,18 @@
 // JIT latency without a GPU: NVRTC, nvJitLink and end-to-end links per scenario, each next
-// to the raw-API floor; first call in a new process; the reduce build cold and cached.
+// to the raw-API floor; first call in a new process; a kernel link from the memory tier.
+// (The reduce build's figures are in bench_reduce.cpp.)
 //
 // Truly cold: every iteration creates a fresh nvrtcProgram and nvJitLink handle, NVRTC's
 // precompiled header is off (-pch not passed) and the build cache is off, so nothing from
 // an earlier iteration is reused. Warm-up: one untimed run per benchmark first (it loads
 // the libraries and pages in their code), except for the new-process figures, whose point
 // is that nothing is warm.
-#include <sstream>
-#include <unistd.h>
-
-#include <filesystem>
+#include <cstdio>
 
 #include "cujit/device.hpp"
 #include "cujit/linker.hpp"
 #include "cujit/nrt.hpp"
 #include "cujit/program.hpp"
-#include "cujit/reduce.hpp"
 #include "support/bench_main.hpp"
 #include "support/jit_scenarios.hpp"
 #include "support/raw_jit.hpp"
@@ -69,7 +66,7 @@ void raw_e2e(benchmark::State& state, const JitScenario* scenario) {
 
 void first_call_new_process(benchmark::State& state, const JitScenario* scenario) {
   for (auto _ : state) {
-    state.SetIterationTime(std::stod(run_self("first_call " + scenario->name)));
+    state.SetIterationTime(std::stod(run_self({"first_call", scenario->name})));
   }
 }
 
@@ -94,50 +91,7 @@ void raw_nvjitlink_bench(benchmark::State& state, const JitScenario* scenario) {
   for (auto _ : state) benchmark::DoNotOptimize(raw_nvjitlink(inputs, options));
 }
 
-// ---- the reduce build and its cache -------------------------------------------------------
-
-reduce::ReduceSpec reduce_spec(bool pch) {
-  reduce::ReduceSpec spec;
-  spec.arch = arch;
-  spec.config.precompiled_header = pch;
-  return spec;
-}
-
-void reduce_cold(benchmark::State& state, bool pch) {
-  BuildCache off(cache_config(CacheMode::off));
-  if (pch) (void)reduce::build_reduce(reduce_spec(true), off);  // creates the header: untimed
-  for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce(reduce_spec(pch), off));
-}
-
-std::string prepared_cache_dir() {
-  static const std::string dir = [] {
-    const std::string path = std::filesystem::temp_directory_path() /
-                             ("cujit-bench-cache-" + std::to_string(::getpid()));
-    BuildCache cache(cache_config(CacheMode::disk, path));
-    (void)reduce::build_reduce(reduce_spec(true), cache);
-    return path;
-  }();
-  return dir;
-}
-
-void reduce_memory_hit(benchmark::State& state) {
-  BuildCache cache(cache_config(CacheMode::memory));
-  (void)reduce::build_reduce(reduce_spec(true), cache);
-  for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce(reduce_spec(true), cache));
-}
-
-void reduce_disk_hit(benchmark::State& state) {
-  const std::string dir = prepared_cache_dir();
-  for (auto _ : state) {
-    BuildCache cache(cache_config(CacheMode::disk, dir));  // fresh object: nothing in memory
-    benchmark::DoNotOptimize(reduce::build_reduce(reduce_spec(true), cache));
-  }
-}
-
-void reduce_disk_hit_new_process(benchmark::State& state) {
-  const std::string dir = prepared_cache_dir();
-  for (auto _ : state) state.SetIterationTime(std::stod(run_self("reduce_disk_hit " + dir)));
-}
+// ---- the build cache ----------------------------------------------------------------------
 
 void kernel_link_memory_hit(benchmark::State& state, const JitScenario* scenario) {
   BuildCache cache(cache_config(CacheMode::memory));
@@ -178,37 +132,17 @@ void register_all() {
                                  kernel_link_memory_hit, s)
         ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
   }
-  benchmark::RegisterBenchmark("cujit/reduce_build/cold", reduce_cold, false)
-      ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 2)->Repetitions(repetitions(3));
-  benchmark::RegisterBenchmark("cujit/reduce_build/pch_warm", reduce_cold, true)
-      ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 3)->Repetitions(repetitions(3));
-  benchmark::RegisterBenchmark("cujit/reduce_build/memory_hit", reduce_memory_hit)
-      ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
-  benchmark::RegisterBenchmark("cujit/reduce_build/disk_hit", reduce_disk_hit)
-      ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
-  benchmark::RegisterBenchmark("cujit/reduce_build/disk_hit_new_process", reduce_disk_hit_new_process)
-      ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 3)->Repetitions(reps)->UseManualTime();
 }
 
-// Children print one number: seconds.
-int child(const std::string& arguments) {
-  std::istringstream words(arguments);
-  std::string what, argument;
-  words >> what >> argument;
-  // With a device, build_reduce also loads the module: create the context first, as any
-  // CUDA program does, so the figure is the cache's and not the driver's start-up.
+// The child prints one number: seconds for the first link in this process.
+int child(const ChildArguments& arguments) {
+  if (arguments.size() != 2 || arguments[0] != "first_call") return 2;
+  // Create the context first, as any CUDA program does, so the figure is the link's and
+  // not the driver's start-up.
   if (has_device()) use_device(0);
   const auto start = Clock::now();
-  if (what == "first_call") {
-    BuildCache off(cache_config(CacheMode::off));
-    (void)cujit_link(jit_scenario(argument), off, arch);
-  } else if (what == "reduce_disk_hit") {
-    BuildCache cache(cache_config(CacheMode::disk, argument));
-    const reduce::ReduceBuild build = reduce::build_reduce(reduce_spec(true), cache);
-    if (build.source != CacheSource::disk) return 1;
-  } else {
-    return 2;
-  }
+  BuildCache off(cache_config(CacheMode::off));
+  (void)cujit_link(jit_scenario(arguments[1]), off, arch);
   std::printf("%.9f\n", seconds_since(start));
   return 0;
 }
@@ -217,10 +151,5 @@ int child(const std::string& arguments) {
 }  // namespace cujit::bench
 
 int main(int argc, char** argv) {
-  const int status = cujit::bench::run_main(argc, argv, cujit::bench::register_all, cujit::bench::child);
-  std::error_code ignored;
-  std::filesystem::remove_all(std::filesystem::temp_directory_path() /
-                                  ("cujit-bench-cache-" + std::to_string(::getpid())),
-                              ignored);
-  return status;
+  return cujit::bench::run_main(argc, argv, cujit::bench::register_all, cujit::bench::child);
 }

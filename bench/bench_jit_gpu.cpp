@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <sstream>
+#include <cstdio>
 
 #include "cujit/nrt.hpp"
 #include "support/bench_main.hpp"
@@ -19,16 +19,16 @@ Arch device_arch() { return Arch::of_device(0); }
 
 void cujit_module_load(benchmark::State& state, const JitScenario* scenario) {
   BuildCache off(cache_config(CacheMode::off));
-  const Bytes cubin = cujit_link(*scenario, off, device_arch()).link.cubin;
+  const Bytes cubin = cujit_link(*scenario, off, device_arch()).link.code.bytes();
   for (auto _ : state) {
-    auto module = Module::load(cubin, scenario->name);
+    auto module = Module::load(LinkableCode::cubin(cubin, scenario->name));
     benchmark::DoNotOptimize(module->kernel(scenario->kernel));
   }
 }
 
 void raw_module_load(benchmark::State& state, const JitScenario* scenario) {
   BuildCache off(cache_config(CacheMode::off));
-  const Bytes cubin = cujit_link(*scenario, off, device_arch()).link.cubin;
+  const Bytes cubin = cujit_link(*scenario, off, device_arch()).link.code.bytes();
   for (auto _ : state) {
     CUmodule module = nullptr;
     CUfunction function = nullptr;
@@ -42,7 +42,7 @@ void raw_module_load(benchmark::State& state, const JitScenario* scenario) {
 void cujit_e2e_launchable(benchmark::State& state, const JitScenario* scenario) {
   BuildCache off(cache_config(CacheMode::off));
   auto build = [&] {
-    auto module = Module::load(cujit_link(*scenario, off, device_arch()).link.cubin, scenario->name);
+    auto module = Module::load(LinkableCode::cubin(cujit_link(*scenario, off, device_arch()).link.code.bytes(), scenario->name));
     return module->kernel(scenario->kernel);
   };
   (void)build();
@@ -102,7 +102,7 @@ std::string prepared_dir(const JitScenario& scenario) {
 void kernel_disk_hit_new_process(benchmark::State& state, const JitScenario* scenario) {
   const std::string dir = prepared_dir(*scenario);
   for (auto _ : state) {
-    state.SetIterationTime(std::stod(run_self("kernel_disk_hit " + scenario->name + " " + dir)));
+    state.SetIterationTime(std::stod(run_self({"kernel_disk_hit", scenario->name, dir})));
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
@@ -137,17 +137,16 @@ void register_all() {
 
 // A new process: context first (any CUDA program's start-up), then time the build from
 // the disk cache to a launchable kernel.
-int child(const std::string& arguments) {
-  std::istringstream words(arguments);
-  std::string what, name, dir;
-  words >> what >> name >> dir;
-  if (what != "kernel_disk_hit") return 2;
+int child(const ChildArguments& arguments) {
+  if (arguments.size() != 3 || arguments[0] != "kernel_disk_hit") return 2;
+  const std::string& name = arguments[1];
+  const std::string& dir = arguments[2];
   use_device(0);
   const JitScenario& scenario = jit_scenario(name);
   const auto start = Clock::now();
   BuildCache cache(cache_config(CacheMode::disk, dir));
   const LinkedKernel linked = cujit_link(scenario, cache, device_arch());
-  auto module = cache.module(linked.key, linked.link.cubin, scenario.name);
+  auto module = Module::shared(linked.link.code, linked.key);
   const Kernel kernel = module->kernel(scenario.kernel);
   const double seconds = seconds_since(start);
   if (linked.source != CacheSource::disk || kernel.handle() == nullptr) return 1;

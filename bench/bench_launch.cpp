@@ -31,7 +31,7 @@ Kernels& kernels() {
     options.arch = Arch::of_device(0);
     Linker linker(options);
     linker.add_file(scenario_dir() + "/fixtures/graphs/graph_kernels.cu");
-    out.module = Module::load(linker.link().cubin, "graph_kernels");
+    out.module = Module::load(LinkableCode::cubin(linker.link().code.bytes(), "graph_kernels"));
     out.empty.emplace(out.module->kernel("empty_kernel"));
     out.small.emplace(out.module->kernel("fill_segment"));
     return out;

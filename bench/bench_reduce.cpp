@@ -1,16 +1,119 @@
-// reduce_into throughput against its floors: CUB's DeviceReduce compiled ahead of time by
-// nvcc, and the GPU's measured copy bandwidth (cuMemcpyDtoD, bytes read plus written).
-// GPU time from CUPTI activity records (kernels, memcpy), set with UseManualTime; GB/s in
-// the counters. Warm-up: one untimed run per benchmark.
-#include <cuda.h>
+// The reduce: its build and its cache, and reduce_into throughput.
+//
+// reduce_build (host time, no GPU needed): cold (a fresh NVRTC program without the
+// precompiled header, cache off), pch_warm (a second type, float64, once an int32 build has
+// created NVRTC's precompiled header; cache off), memory_hit, disk_hit (a fresh cache object
+// over a prepared directory, in this process) and disk_hit_new_process (the executable
+// spawned again, which creates its CUDA context, then times one build from the disk tier).
+//
+// reduce_into (needs a device): throughput against its floors, CUB's DeviceReduce compiled
+// ahead of time by nvcc and the GPU's measured copy bandwidth (a device-to-device copy,
+// bytes read plus written). GPU time from CUPTI activity records (kernels, memcpy), set with
+// UseManualTime; GB/s in the counters. Warm-up: one untimed run per benchmark.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
 
 #include "aot/cub_reduce.hpp"
+#include "cujit/device.hpp"
 #include "cujit/reduce.hpp"
 #include "support/bench_main.hpp"
 #include "support/cupti_timer.hpp"
+#include "support/jit_scenarios.hpp"
 
 namespace cujit::bench {
 namespace {
+
+// ---- the reduce build and its cache -------------------------------------------------------
+
+// The device's architecture where there is one (with a device, build_reduce also loads
+// the module), else sm_90.
+Arch build_arch() { return has_device() ? Arch::of_device(0) : Arch::parse("sm_90"); }
+
+reduce::ReduceSpec build_spec(const char* type, bool pch) {
+  reduce::ReduceSpec spec;
+  spec.input = spec.output = spec.accumulator = Type::parse(type);
+  spec.arch = build_arch();
+  spec.config.precompiled_header = pch;
+  return spec;
+}
+
+void reduce_cold(benchmark::State& state) {
+  BuildCache off(cache_config(CacheMode::off));
+  for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce(build_spec("int32", false), off));
+}
+
+void reduce_pch_warm(benchmark::State& state) {
+  BuildCache off(cache_config(CacheMode::off));
+  (void)reduce::build_reduce(build_spec("int32", true), off);  // creates the header: untimed
+  for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce(build_spec("float64", true), off));
+}
+
+std::filesystem::path cache_dir() {
+  return std::filesystem::temp_directory_path() / ("cujit-bench-reduce-cache-" + std::to_string(::getpid()));
+}
+
+// A disk cache holding the int32 build, made once per process.
+std::string prepared_cache_dir() {
+  static const std::string dir = [] {
+    BuildCache cache(cache_config(CacheMode::disk, cache_dir().string()));
+    (void)reduce::build_reduce(build_spec("int32", true), cache);
+    return cache_dir().string();
+  }();
+  return dir;
+}
+
+void reduce_memory_hit(benchmark::State& state) {
+  BuildCache cache(cache_config(CacheMode::memory));
+  (void)reduce::build_reduce(build_spec("int32", true), cache);
+  for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce(build_spec("int32", true), cache));
+}
+
+void reduce_disk_hit(benchmark::State& state) {
+  const std::string dir = prepared_cache_dir();
+  for (auto _ : state) {
+    BuildCache cache(cache_config(CacheMode::disk, dir));  // fresh object: nothing in memory
+    benchmark::DoNotOptimize(reduce::build_reduce(build_spec("int32", true), cache));
+  }
+}
+
+void reduce_disk_hit_new_process(benchmark::State& state) {
+  const std::string dir = prepared_cache_dir();
+  for (auto _ : state) state.SetIterationTime(std::stod(run_self({"reduce_disk_hit", dir})));
+}
+
+void register_build() {
+  const int reps = repetitions(5);
+  benchmark::RegisterBenchmark("cujit/reduce_build/cold", reduce_cold)
+      ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 2)->Repetitions(repetitions(3));
+  benchmark::RegisterBenchmark("cujit/reduce_build/pch_warm", reduce_pch_warm)
+      ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 3)->Repetitions(repetitions(3));
+  benchmark::RegisterBenchmark("cujit/reduce_build/memory_hit", reduce_memory_hit)
+      ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+  benchmark::RegisterBenchmark("cujit/reduce_build/disk_hit", reduce_disk_hit)
+      ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+  benchmark::RegisterBenchmark("cujit/reduce_build/disk_hit_new_process", reduce_disk_hit_new_process)
+      ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 3)->Repetitions(reps)->UseManualTime();
+}
+
+// The child: one build from the disk cache at DIR in this new process; prints seconds.
+// The context is created first, as any CUDA program does, so the figure is the cache's
+// and not the driver's start-up.
+int child(const ChildArguments& arguments) {
+  if (arguments.size() != 2 || arguments[0] != "reduce_disk_hit") return 2;
+  if (has_device()) use_device(0);
+  const auto start = Clock::now();
+  BuildCache cache(cache_config(CacheMode::disk, arguments[1]));
+  const reduce::ReduceBuild build = reduce::build_reduce(build_spec("int32", true), cache);
+  const double seconds = seconds_since(start);
+  if (build.source != CacheSource::disk) return 1;
+  std::printf("%.9f\n", seconds);
+  return 0;
+}
+
+// ---- reduce_into throughput ---------------------------------------------------------------
 
 CuptiTimer& timer() { return CuptiTimer::instance(); }
 
@@ -74,14 +177,16 @@ void copy_bandwidth(benchmark::State& state) {
   DeviceBuffer from(bytes), to(bytes);
   from.fill_bytes(1);
   timed(state, [&] {
-    cuMemcpyDtoD(to.ptr(), from.ptr(), bytes);
+    // Through cujit's driver table (cuMemcpyDtoDAsync), so that this executable does not
+    // link libcuda; the time is the copy's GPU time either way.
+    copy_device_async(to.ptr(), from.ptr(), bytes, nullptr);
     synchronize(nullptr);
   });
   report(state, 2 * bytes);  // read and written
 }
 
-void register_all() {
-  if (skip_without_device("reduce")) return;
+void register_throughput() {
+  if (skip_without_device("reduce_into")) return;
   const int reps = repetitions(5);
   for (int64_t log2n : {10, 14, 18, 22, 26, 28}) {
     const int64_t n = int64_t{1} << log2n;
@@ -97,7 +202,17 @@ void register_all() {
   }
 }
 
+void register_all() {
+  register_build();
+  register_throughput();
+}
+
 }  // namespace
 }  // namespace cujit::bench
 
-int main(int argc, char** argv) { return cujit::bench::run_main(argc, argv, cujit::bench::register_all); }
+int main(int argc, char** argv) {
+  const int status = cujit::bench::run_main(argc, argv, cujit::bench::register_all, cujit::bench::child);
+  std::error_code ignored;
+  std::filesystem::remove_all(cujit::bench::cache_dir(), ignored);
+  return status;
+}

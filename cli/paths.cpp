@@ -38,6 +38,8 @@ std::filesystem::path default_out_dir() {
   return std::filesystem::path("cujit-out") / stamp;
 }
 
+std::string quoted(const std::string& text) { return "'" + text + "'"; }
+
 int run_command(const std::string& command) {
   const int status = std::system(command.c_str());
   if (status == -1) return 2;

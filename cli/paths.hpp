@@ -17,6 +17,9 @@ std::string python();
 // A fresh "cujit-out/<UTC timestamp>" under the current directory.
 std::filesystem::path default_out_dir();
 
+// `text` in single quotes, for a word of a run_command line.
+std::string quoted(const std::string& text);
+
 // Runs a shell command, streaming its output; returns its exit status.
 int run_command(const std::string& command);
 

@@ -24,8 +24,8 @@ DeviceFunction add_fn(const std::string& signature = "int32(int32, int32)") {
 
 abi::CompileOptions options(const std::string& abi_name_value, const std::string& output = "ptx") {
   abi::CompileOptions o;
-  o.abi = abi_name_value;
-  o.output = output;
+  o.abi = abi::parse_abi(abi_name_value);
+  o.output = parse_compile_target(output).value();
   o.arch = Arch::parse("sm_90");
   return o;
 }

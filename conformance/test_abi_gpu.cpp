@@ -24,8 +24,8 @@ abi::DeviceFunction adder(const std::string& signature) {
 abi::CompileOptions abi_options(const std::string& which, const std::string& output,
                                 const std::string& arch = "sm_90") {
   abi::CompileOptions o;
-  o.abi = which;
-  o.output = output;
+  o.abi = abi::parse_abi(which);
+  o.output = parse_compile_target(output).value();
   o.arch = Arch::parse(arch);
   return o;
 }
@@ -49,7 +49,7 @@ struct Results {
 constexpr unsigned threads = 64;
 
 Results run(const Bytes& cubin, const std::string& kernel_name, int a, int b) {
-  auto module = Module::load(cubin, kernel_name);
+  auto module = Module::load(LinkableCode::cubin(cubin, kernel_name));
   const Kernel kernel = module->kernel(kernel_name);
   DeviceBuffer ints(3 * threads * sizeof(int)), floats(threads * sizeof(float)),
       status(threads * sizeof(int));
@@ -79,7 +79,7 @@ TEST_P(GpuAbiCalls, CudaKernelCallsCujitFunctions) {
   linker.add_file(scenario_path("fixtures/abi/call_cujit_abi.cu"));
   for (LinkableCode& code : cujit_functions(route.lto ? "ltoir" : "ptx")) linker.add(std::move(code));
   const int a = 11, b = 3;
-  const Results r = run(linker.link().cubin, "call_cujit_abi", a, b);
+  const Results r = run(linker.link().code.bytes(), "call_cujit_abi", a, b);
   for (unsigned t = 0; t < threads; ++t) {
     const int i = static_cast<int>(t);
     EXPECT_EQ(r.ints[t], a + i * b) << t;
@@ -106,7 +106,7 @@ TEST_P(GpuAbiCalls, CudaKernelCallsNumbasOwnOutput) {
   linker.add_file(scenario_path(route.lto ? "fixtures/numba/min_i32_c_abi.ltoir"
                                           : "fixtures/numba/min_i32_c_abi.ptx"));
   const int a = 20, b = 5;
-  const Results r = run(linker.link().cubin, "call_numba_abi", a, b);
+  const Results r = run(linker.link().code.bytes(), "call_numba_abi", a, b);
   for (unsigned t = 0; t < threads; ++t) {
     const int i = static_cast<int>(t);
     EXPECT_EQ(r.ints[t], a + i * b) << t;
@@ -134,7 +134,7 @@ TEST(AbiLinking, SeparatelyCompiledFunctionsLinkWithoutClashes) {
     Linker linker(test::link_options(LinkerBackend::nvjitlink, lto));
     linker.add_file(scenario_path("fixtures/abi/call_cujit_abi.cu"));
     for (LinkableCode& code : cujit_functions(lto ? "ltoir" : "ptx")) linker.add(std::move(code));
-    EXPECT_EQ(detect_format(linker.link().cubin), Format::cubin) << "lto " << lto;
+    EXPECT_EQ(detect_format(linker.link().code.bytes()), Format::cubin) << "lto " << lto;
   }
 }
 

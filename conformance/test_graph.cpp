@@ -124,7 +124,7 @@ class GpuGraph : public ::testing::Test {
     CUJIT_REQUIRE_DEVICE();
     Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
     linker.add_file(test::scenario_path("fixtures/graphs/graph_kernels.cu"));
-    module_ = Module::load(linker.link().cubin, "graph_kernels");
+    module_ = Module::load(LinkableCode::cubin(linker.link().code.bytes(), "graph_kernels"));
   }
   Kernel kernel(const std::string& name) const { return module_->kernel(name); }
   std::shared_ptr<Module> module_;
@@ -356,7 +356,7 @@ TEST_F(GpuGraph, ExecutionKeepsItsKernelsAlive) {
   {
     Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
     linker.add_file(test::scenario_path("fixtures/graphs/graph_kernels.cu"));
-    auto module = Module::load(linker.link().cubin, "private");
+    auto module = Module::load(LinkableCode::cubin(linker.link().code.bytes(), "private"));
     KernelNode node(module->kernel("add_two"), {arg_value(a.ptr())});
     Graph g = node.build();
     exec.emplace(g.instantiate());

@@ -33,8 +33,8 @@ class RecordingProvider : public LinkProvider {
     fn.param_names = {"x"};
     fn.body = "return x + x;";
     abi::CompileOptions options;
-    options.abi = "numba";
-    options.output = "ptx";
+    options.abi = abi::Abi::numba;
+    options.output = CompileTarget::ptx;
     std::vector<LinkableCode> out{abi::compile(fn, options).code};
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
@@ -76,7 +76,7 @@ TEST(LinkProviders, AskedOnlyForTheSignaturesUsed) {
     EXPECT_EQ(call.function, "twice");
     EXPECT_EQ(call.provider, "recording<twice>");
   }
-  EXPECT_EQ(detect_format(linked.link.cubin), Format::cubin);
+  EXPECT_EQ(detect_format(linked.link.code.bytes()), Format::cubin);
 }
 
 TEST(LinkProviders, OneRequestPerProviderAndSignatureInABuild) {
@@ -99,15 +99,15 @@ TEST(LinkProviders, IdenticalCodeIsLinkedOnce) {
   helper.signature = Signature::parse("int32(int32)");
   helper.body = "return arg0;";
   abi::CompileOptions options;
-  options.abi = "c";
-  options.output = "ltoir";
+  options.abi = abi::Abi::c;
+  options.output = CompileTarget::ltoir;
   auto provider = std::make_shared<RecordingProvider>();
   provider->extra = {abi::compile(helper, options).code};
   KernelOptions kernel_options;
-  kernel_options.lto = true;
+  kernel_options.link.lto = true;
   const LinkedKernel linked = twice_kernel(provider, kernel_options).link_cubin();
   EXPECT_EQ(provider->asked.size(), 2u);
-  EXPECT_EQ(detect_format(linked.link.cubin), Format::cubin);
+  EXPECT_EQ(detect_format(linked.link.code.bytes()), Format::cubin);
 }
 
 TEST(LinkProviders, ProviderCodeCallingDeclaredFunctionsResolvesToAFixedPoint) {
@@ -157,7 +157,7 @@ TEST(LinkProviders, LtoIrReferencesAreResolvedFromTheLinkReport) {
     std::string declarations_;
   };
   KernelOptions options;
-  options.lto = true;
+  options.link.lto = true;
   KernelBuilder builder("outer_caller", options);
   DeclaredFunction outer_fn = declared(
       "outer", {"int32(int32)"},
@@ -169,7 +169,7 @@ TEST(LinkProviders, LtoIrReferencesAreResolvedFromTheLinkReport) {
   const LinkedKernel linked = builder.link_cubin();
   EXPECT_EQ(inner->asked, std::vector<std::string>{"int32(int32)"});
   EXPECT_EQ(linked.resolved.size(), 2u);
-  EXPECT_EQ(detect_format(linked.link.cubin), Format::cubin);
+  EXPECT_EQ(detect_format(linked.link.code.bytes()), Format::cubin);
 }
 
 TEST(LinkProviders, ProviderNrtItemsFeedThePolicy) {
@@ -263,10 +263,10 @@ class GpuLinkProviders : public ::testing::TestWithParam<ProviderRoute> {
 TEST_P(GpuLinkProviders, BlockSumForTwoTypesWithAnExplicitItem) {
   constexpr unsigned block = 128, blocks = 4;
   const ProviderRoute route = GetParam();
-  auto provider = scenarios::BlockReduceProvider::make(block, Arch(9, 0), route.output);
+  auto provider = scenarios::BlockReduceProvider::make(block, Arch(9, 0), parse_compile_target(route.output).value());
   KernelOptions options;
-  options.backend = route.backend;
-  options.lto = std::string(route.output) == "ltoir";
+  options.link.backend = route.backend;
+  options.link.lto = std::string(route.output) == "ltoir";
   KernelBuilder builder("block_sums", options);
   builder.declare(provider->declaration({"float32", "int32"}));
   // `offset`: a C-ABI function whose code is an explicit link item, not a provider's.
@@ -275,8 +275,8 @@ TEST_P(GpuLinkProviders, BlockSumForTwoTypesWithAnExplicitItem) {
   offset.signature = Signature::parse("int32(int32)");
   offset.body = "return arg0 + 1000;";
   abi::CompileOptions offset_options;
-  offset_options.abi = "c";
-  offset_options.output = "ptx";
+  offset_options.abi = abi::Abi::c;
+  offset_options.output = CompileTarget::ptx;
   DeclaredFunction offset_decl;
   offset_decl.name = "offset";
   offset_decl.abi = abi::Abi::c;

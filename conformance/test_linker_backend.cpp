@@ -52,7 +52,7 @@ TEST(LinkerInputs, LtoWithoutLtoIrStillLinks) {
   // nvJitLink alone fails such a link with NVVM_ERROR_NO_MODULE_IN_PROGRAM.
   Linker linker(test::link_options(LinkerBackend::nvjitlink, true));
   linker.add_file(test::fixture_path("scale_kernel.ptx"));
-  EXPECT_EQ(detect_format(linker.link().cubin), Format::cubin);
+  EXPECT_EQ(detect_format(linker.link().code.bytes()), Format::cubin);
 }
 
 TEST(LinkerInputs, IdenticalInputsAreLinkedOnce) {

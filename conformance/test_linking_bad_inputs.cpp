@@ -202,7 +202,7 @@ TEST_P(BadLink, ArchSpecificPtxForThePlainArch) {
 TEST_P(BadLink, ArchSpecificPtxLinksForItsArch) {
   Linker l = linker("sm_90a");
   l.add_file(fixture_path("scale_kernel_sm90a.ptx"));
-  EXPECT_EQ(detect_format(l.link().cubin), Format::cubin);
+  EXPECT_EQ(detect_format(l.link().code.bytes()), Format::cubin);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, BadLink, ::testing::Values(LinkerBackend::nvjitlink), backend_name);

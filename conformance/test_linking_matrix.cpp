@@ -103,9 +103,9 @@ class LinkMatrix : public ::testing::TestWithParam<Cell> {};
 TEST_P(LinkMatrix, LinksToCubinOrFailsAsDocumented) {
   const auto result = link_cell(GetParam());
   if (!result) return;  // the documented error was checked in link_cell
-  EXPECT_EQ(detect_format(result->cubin), Format::cubin);
-  EXPECT_EQ(integrity_problem(Format::cubin, result->cubin), "");
-  EXPECT_NE(result->cubin.find("scale_kernel"), std::string::npos);
+  EXPECT_EQ(detect_format(result->code.bytes()), Format::cubin);
+  EXPECT_EQ(integrity_problem(Format::cubin, result->code.bytes()), "");
+  EXPECT_NE(result->code.bytes().find("scale_kernel"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, LinkMatrix,
@@ -120,7 +120,7 @@ TEST_P(GpuLinkMatrix, LinksLoadsAndRuns) {
   if (!result) return;  // the documented error was checked in link_cell
   constexpr unsigned threads = 32;
   const int x = 7;
-  const auto out = test::run_int_kernel(result->cubin, "scale_kernel", threads, {x});
+  const auto out = test::run_int_kernel(result->code.bytes(), "scale_kernel", threads, {x});
   for (unsigned i = 0; i < threads; ++i) {
     EXPECT_EQ(out[i], 3 * x + static_cast<int>(i)) << "element " << i;
   }

@@ -63,8 +63,8 @@ class MixedLink : public ::testing::TestWithParam<Mix> {};
 
 TEST_P(MixedLink, NvJitLinkLinksAllThreeFormats) {
   const LinkResult result = link_mix(GetParam(), LinkerBackend::nvjitlink);
-  EXPECT_EQ(detect_format(result.cubin), Format::cubin);
-  EXPECT_NE(result.cubin.find("mixed_kernel"), std::string::npos);
+  EXPECT_EQ(detect_format(result.code.bytes()), Format::cubin);
+  EXPECT_NE(result.code.bytes().find("mixed_kernel"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixes, MixedLink, ::testing::ValuesIn(mixes), mix_name);
@@ -76,7 +76,7 @@ TEST_P(GpuMixedLink, BothBackendsComputeTheSame) {
   const int a = 6, b = 7;
   const std::vector<int> expected{a + b, a * b, a * b + a};
   const auto nvjitlink = test::run_int_kernel(
-      link_mix(GetParam(), LinkerBackend::nvjitlink).cubin, "mixed_kernel", 3, {a, b});
+      link_mix(GetParam(), LinkerBackend::nvjitlink).code.bytes(), "mixed_kernel", 3, {a, b});
   EXPECT_EQ(nvjitlink, expected);
   if (needs_nvjitlink(GetParam())) {
     // LTO-IR inputs: the driver backend must refuse them as unsupported, naming one.
@@ -85,7 +85,7 @@ TEST_P(GpuMixedLink, BothBackendsComputeTheSame) {
                                         std::string::npos););
     return;
   }
-  const auto driver = test::run_int_kernel(link_mix(GetParam(), LinkerBackend::driver).cubin,
+  const auto driver = test::run_int_kernel(link_mix(GetParam(), LinkerBackend::driver).code.bytes(),
                                            "mixed_kernel", 3, {a, b});
   EXPECT_EQ(driver, expected);
   EXPECT_EQ(driver, nvjitlink);

@@ -23,8 +23,8 @@ Linker numba_link(LinkerBackend backend, bool lto, const std::string& arch) {
 TEST(NumbaPeer, CAbiPtxLinksForSm90a) {
   for (bool lto : {false, true}) {
     const LinkResult result = numba_link(LinkerBackend::nvjitlink, lto, "sm_90a").link();
-    EXPECT_EQ(detect_format(result.cubin), Format::cubin) << "lto " << lto;
-    EXPECT_NE(result.cubin.find("call_numba_add"), std::string::npos);
+    EXPECT_EQ(detect_format(result.code.bytes()), Format::cubin) << "lto " << lto;
+    EXPECT_NE(result.code.bytes().find("call_numba_add"), std::string::npos);
   }
 }
 
@@ -47,7 +47,7 @@ TEST_P(GpuNumbaPeer, ReturnsTheRightSums) {
     GTEST_SKIP() << "numba fixtures are sm_90a PTX; this device is " << Arch::of_device(0).sm();
   }
   const LinkResult result = numba_link(GetParam(), false, "sm_90a").link();
-  auto module = Module::load(result.cubin, "numba_add_caller");
+  auto module = Module::load(LinkableCode::cubin(result.code.bytes(), "numba_add_caller"));
   const Kernel kernel = module->kernel("call_numba_add");
   constexpr unsigned threads = 64;
   DeviceBuffer ints(threads * sizeof(int)), floats(threads * sizeof(float));

@@ -13,7 +13,7 @@ namespace {
 Bytes scale_cubin() {
   Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
   linker.add_file(test::fixture_path("scale_kernel.ptx"));
-  return linker.link().cubin;
+  return linker.link().code.bytes();
 }
 
 TEST(DeviceProbe, AnswersWithoutThrowing) {
@@ -33,7 +33,7 @@ TEST(DeviceProbe, DriverCallsWithoutADeviceAreCudaErrors) {
 
 TEST(GpuModule, ReadsParameterInfo) {
   CUJIT_REQUIRE_DEVICE();
-  auto module = Module::load(scale_cubin(), "scale_kernel");
+  auto module = Module::load(LinkableCode::cubin(scale_cubin(), "scale_kernel"));
   const Kernel kernel = module->kernel("scale_kernel");
   ASSERT_EQ(kernel.params().size(), 2u);
   EXPECT_EQ(kernel.params()[0].size, sizeof(void*));
@@ -43,7 +43,7 @@ TEST(GpuModule, ReadsParameterInfo) {
 
 TEST(GpuModule, LaunchChecksArgumentCountAndSizes) {
   CUJIT_REQUIRE_DEVICE();
-  auto module = Module::load(scale_cubin(), "scale_kernel");
+  auto module = Module::load(LinkableCode::cubin(scale_cubin(), "scale_kernel"));
   const Kernel kernel = module->kernel("scale_kernel");
   DeviceBuffer out(32 * sizeof(int));
   LaunchConfig config;
@@ -65,7 +65,7 @@ TEST(GpuModule, KernelKeepsItsModuleAlive) {
   CUJIT_REQUIRE_DEVICE();
   std::optional<Kernel> kernel;
   {
-    auto module = Module::load(scale_cubin(), "scale_kernel");
+    auto module = Module::load(LinkableCode::cubin(scale_cubin(), "scale_kernel"));
     kernel.emplace(module->kernel("scale_kernel"));
   }
   DeviceBuffer out(sizeof(int));
@@ -76,24 +76,35 @@ TEST(GpuModule, KernelKeepsItsModuleAlive) {
 
 TEST(GpuModule, MissingKernelNamesWhatIsThere) {
   CUJIT_REQUIRE_DEVICE();
-  auto module = Module::load(scale_cubin(), "scale_kernel");
+  auto module = Module::load(LinkableCode::cubin(scale_cubin(), "scale_kernel"));
   CUJIT_EXPECT_ERROR((void)module->kernel("no_such_kernel"), ErrorKind::cuda, error,
                      const std::string what = error.what();
                      EXPECT_NE(what.find("no_such_kernel"), std::string::npos) << what;
                      EXPECT_NE(what.find("scale_kernel"), std::string::npos) << what;);
 }
 
-TEST(GpuModule, LoadingGarbageIsACudaErrorWithTheName) {
+TEST(GpuModule, ACubinTheDeviceCannotRunIsACudaErrorWithTheName) {
   CUJIT_REQUIRE_DEVICE();
-  CUJIT_EXPECT_ERROR((void)Module::load(Bytes(64, '\x01'), "garbage.cubin"), ErrorKind::cuda,
-                     error,
-                     EXPECT_NE(std::string(error.what()).find("garbage.cubin"),
+  // Structurally sound, but SASS for sm_80 (the test device is sm_90): the driver refuses.
+  const LinkableCode sm80 = LinkableCode::from_path(test::fixture_path("scale_kernel_sm80.cubin"));
+  CUJIT_EXPECT_ERROR((void)Module::load(sm80), ErrorKind::cuda, error,
+                     EXPECT_NE(std::string(error.what()).find("scale_kernel_sm80.cubin"),
+                               std::string::npos);
+                     EXPECT_EQ(error.component(), "cuLibraryLoadData"););
+}
+
+TEST(Module, LoadsOnlyWhatTheDriverRuns) {
+  // Needs no device: the format is refused before the driver is asked.
+  const LinkableCode ltoir = LinkableCode::from_path(test::fixture_path("scale_kernel.ltoir"));
+  CUJIT_EXPECT_ERROR((void)Module::load(ltoir), ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("scale_kernel.ltoir"), std::string::npos);
+                     EXPECT_NE(std::string(error.what()).find("link other formats first"),
                                std::string::npos););
 }
 
 TEST(GpuModule, StreamLaunch) {
   CUJIT_REQUIRE_DEVICE();
-  auto module = Module::load(scale_cubin(), "scale_kernel");
+  auto module = Module::load(LinkableCode::cubin(scale_cubin(), "scale_kernel"));
   const Kernel kernel = module->kernel("scale_kernel");
   Stream stream;
   DeviceBuffer out(8 * sizeof(int));

@@ -45,7 +45,7 @@ LinkableCode cudf_shim(ShimForm form) {
 }
 
 KernelBuilder cudf_kernel(ShimForm form, bool flag, KernelOptions options = {}) {
-  options.lto = options.lto || form == ShimForm::ltoir;
+  options.link.lto = options.link.lto || form == ShimForm::ltoir;
   KernelBuilder builder("cudf_udf_kernel", options);
   builder.source(nrt_fixture("cudf_udf_kernel.cu"));
   builder.link(cudf_shim(form).set_nrt(flag));
@@ -109,7 +109,7 @@ TEST_P(CudfShim, WithTheFlagItLinks) {
   const LinkedKernel linked = builder.link_cubin();
   EXPECT_TRUE(linked.nrt.link);
   EXPECT_EQ(linked.nrt.reason, nrt::Reason::flagged_input);
-  EXPECT_TRUE(has_nrt_code(linked.link.cubin));
+  EXPECT_TRUE(has_nrt_code(linked.link.code.bytes()));
 }
 
 TEST_P(CudfShim, DisabledGloballyWithTheFlagSetSaysSo) {
@@ -128,7 +128,7 @@ TEST_P(CudfShim, OverrideOnWinsOverGlobalOff) {
   options.nrt = true;
   const LinkedKernel linked = cudf_kernel(GetParam(), true, options).link_cubin();
   EXPECT_TRUE(linked.nrt.link);
-  EXPECT_TRUE(has_nrt_code(linked.link.cubin));
+  EXPECT_TRUE(has_nrt_code(linked.link.code.bytes()));
 }
 
 TEST_P(CudfShim, OverrideOffWinsOverGlobalOn) {
@@ -147,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(Forms, CudfShim,
 TEST(CudfShimDriver, LtoIrIsUnsupported) {
   NrtSwitch on(true);
   KernelOptions options;
-  options.backend = LinkerBackend::driver;
+  options.link.backend = LinkerBackend::driver;
   CUJIT_EXPECT_ERROR((void)cudf_kernel(ShimForm::ltoir, true, options).link_cubin(),
                      ErrorKind::unsupported, error,
                      EXPECT_NE(std::string(error.what()).find("cudf_udf_shim.ltoir"),
@@ -161,8 +161,8 @@ TEST(NrtPolicyInBuilder, EnabledWithNothingUsingItLinksNoNrtCode) {
   const LinkedKernel linked = builder.link_cubin();
   EXPECT_FALSE(linked.nrt.link);
   EXPECT_EQ(linked.nrt.reason, nrt::Reason::not_used);
-  EXPECT_FALSE(has_nrt_code(linked.link.cubin));
-  EXPECT_EQ(linked.link.cubin.find("NRT_"), std::string::npos);
+  EXPECT_FALSE(has_nrt_code(linked.link.code.bytes()));
+  EXPECT_EQ(linked.link.code.bytes().find("NRT_"), std::string::npos);
 }
 
 TEST(NrtPolicyInBuilder, OwnPtxIsDetected) {
@@ -171,18 +171,18 @@ TEST(NrtPolicyInBuilder, OwnPtxIsDetected) {
   builder.source(nrt_fixture("nrt_direct_kernel.cu"));
   const LinkedKernel linked = builder.link_cubin();
   EXPECT_EQ(linked.nrt.reason, nrt::Reason::own_ptx);
-  EXPECT_TRUE(has_nrt_code(linked.link.cubin));
+  EXPECT_TRUE(has_nrt_code(linked.link.code.bytes()));
 }
 
 TEST(NrtPolicyInBuilder, NumbaNrtUserIsOwnCodeAndDetected) {
   NrtSwitch on(true);
   KernelOptions options;
-  options.arch = Arch::parse("sm_90a");
+  options.link.arch = Arch::parse("sm_90a");
   KernelBuilder builder("call_nrt_user", options);
   builder.source(nrt_fixture("nrt_user_caller.cu"));
   builder.source(LinkableCode::from_path(scenario_path("fixtures/numba/nrt_user_c_abi.ptx")));
   EXPECT_EQ(builder.nrt_decision().reason, nrt::Reason::own_ptx);
-  EXPECT_TRUE(has_nrt_code(builder.link_cubin().link.cubin));
+  EXPECT_TRUE(has_nrt_code(builder.link_cubin().link.code.bytes()));
 }
 
 TEST(NrtPolicyInBuilder, OwnCodeMustBePtxOrSource) {
@@ -217,8 +217,8 @@ class GpuNrt : public ::testing::TestWithParam<LinkerBackend> {
   void SetUp() override { CUJIT_REQUIRE_DEVICE(); }
   KernelOptions options(const std::string& arch = "sm_90") const {
     KernelOptions o;
-    o.arch = Arch::parse(arch);
-    o.backend = GetParam();
+    o.link.arch = Arch::parse(arch);
+    o.link.backend = GetParam();
     return o;
   }
   NrtSwitch on_{true};
@@ -320,13 +320,13 @@ TEST_P(GpuNrt, StatsCanBeSwitchedOffAndReset) {
 }
 
 TEST_P(GpuNrt, StatsOfAModuleWithoutNrtAreAnNrtError) {
-  auto module = Module::load(
+  auto module = Module::load(LinkableCode::cubin(
       [&] {
         Linker linker(test::link_options(GetParam(), false));
         linker.add_file(fixture_path("scale_kernel.ptx"));
-        return linker.link().cubin;
+        return linker.link().code.bytes();
       }(),
-      "scale_kernel");
+      "scale_kernel"));
   CUJIT_EXPECT_ERROR((void)nrt::read_stats(*module), ErrorKind::nrt, error,
                      EXPECT_NE(std::string(error.what()).find("NRT was not linked"),
                                std::string::npos););

@@ -54,9 +54,9 @@ TEST(Program, LowersNameExpressions) {
   CompileOptions options = options_for(CompileTarget::ptx);
   options.name_expressions = {"fill<int>", "fill<float>"};
   const auto result = Program(kernel_source, "fill.cu").compile(options);
-  ASSERT_EQ(result.lowered_names.size(), 2u);
-  EXPECT_EQ(result.lowered_names.at("fill<int>"), "_Z4fillIiEvPT_S0_");
-  EXPECT_EQ(result.lowered_names.at("fill<float>"), "_Z4fillIfEvPT_S0_");
+  ASSERT_EQ(result.code.lowered_names().size(), 2u);
+  EXPECT_EQ(result.code.lowered_names().at("fill<int>"), "_Z4fillIiEvPT_S0_");
+  EXPECT_EQ(result.code.lowered_names().at("fill<float>"), "_Z4fillIfEvPT_S0_");
   EXPECT_NE(result.code.bytes().find("_Z4fillIiEvPT_S0_"), std::string::npos);
 }
 

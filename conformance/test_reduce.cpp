@@ -47,14 +47,14 @@ Operator numba_min() {
 
 TEST(ReduceBuild, ToCubinWithoutAGpu) {
   const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32"));
-  EXPECT_EQ(detect_format(build.cubin), Format::cubin);
-  EXPECT_NE(build.cubin.find(build.tiles_kernel), std::string::npos);
-  EXPECT_NE(build.cubin.find(build.final_kernel), std::string::npos);
+  EXPECT_EQ(detect_format(build.code.bytes()), Format::cubin);
+  EXPECT_NE(build.code.bytes().find(build.tiles_kernel), std::string::npos);
+  EXPECT_NE(build.code.bytes().find(build.final_kernel), std::string::npos);
   EXPECT_EQ(build.accumulator_size, 4u);
   EXPECT_EQ(build.key.size(), 64u);
   const reduce::ReduceBuild again = reduce::build_reduce(spec_for("int32"));
   EXPECT_EQ(again.source, CacheSource::memory);
-  EXPECT_EQ(again.cubin, build.cubin);
+  EXPECT_EQ(again.code.bytes(), build.code.bytes());
 }
 
 TEST(ReduceBuild, EveryOperatorForm) {
@@ -62,10 +62,10 @@ TEST(ReduceBuild, EveryOperatorForm) {
                       Operator::cuda_source("extern \"C\" __device__ int or_i32(int a, int b) { return a | b; }",
                                             "or_i32")}) {
     const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32", op));
-    EXPECT_EQ(detect_format(build.cubin), Format::cubin) << op.describe();
+    EXPECT_EQ(detect_format(build.code.bytes()), Format::cubin) << op.describe();
   }
   const reduce::ReduceBuild foreign = reduce::build_reduce(spec_for("int32", numba_min(), "sm_90a"));
-  EXPECT_EQ(detect_format(foreign.cubin), Format::cubin);
+  EXPECT_EQ(detect_format(foreign.code.bytes()), Format::cubin);
 }
 
 TEST(ReduceBuild, UnsupportedTypesAreUsageErrors) {

@@ -67,7 +67,7 @@ TEST(Handles, NoneOutlivesACompileOrLinkError) {
     fn.signature = Signature::parse("int32(int32)");
     fn.body = "return undefined_thing;";
     abi::CompileOptions options;
-    options.abi = "c";
+    options.abi = abi::Abi::c;
     (void)abi::compile(fn, options);
   });
   expect_no_leak("NRT error from the builder", [] {
@@ -91,11 +91,13 @@ TEST(Handles, SuccessfulLinksReleaseTheirSessions) {
 TEST(GpuHandles, NoneOutlivesALoadOrGraphError) {
   CUJIT_REQUIRE_DEVICE();
   const LiveHandles before = live_handles();
-  expect_no_leak("loading garbage", [] { (void)Module::load(Bytes(64, '\x01'), "garbage"); });
+  expect_no_leak("loading a cubin for another GPU", [] {
+    (void)Module::load(LinkableCode::from_path(test::fixture_path("scale_kernel_sm80.cubin")));
+  });
   {
     Linker linker(test::link_options(LinkerBackend::driver, false));
     linker.add_file(test::fixture_path("scale_kernel.ptx"));
-    auto module = Module::load(linker.link().cubin, "scale");
+    auto module = Module::load(LinkableCode::cubin(linker.link().code.bytes(), "scale"));
     KernelNode wrong(module->kernel("scale_kernel"), {arg_value(1)});
     expect_no_leak("graph with bad arguments", [&] { (void)wrong.build(); });
     KernelNode right(module->kernel("scale_kernel"), {arg_value(DevicePtr{0}), arg_value(1)});

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "detail/disk_cache.hpp"
-#include "detail/record.hpp"
+#include "cache/disk_cache.hpp"
+#include "support/record.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);

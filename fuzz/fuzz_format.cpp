@@ -7,7 +7,7 @@
 
 #include "cujit/error.hpp"
 #include "cujit/linkable_code.hpp"
-#include "detail/defined_symbols.hpp"
+#include "link/defined_symbols.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "cujit/nrt.hpp"
-#include "detail/ptx_scan.hpp"
+#include "support/ptx_scan.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view ptx(reinterpret_cast<const char*>(data), size);

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cujit/error.hpp"
-#include "runner/scenario.hpp"
+#include "runner/scenario_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string path = "/tmp/cujit-fuzz-scenario-" + std::to_string(::getpid()) + ".json";
@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::fclose(out);
   }
   try {
-    (void)cujit::scenarios::validate(path);
+    (void)cujit::scenarios::load_scenario(path);
   } catch (const cujit::Error&) {
   }
   return 0;

@@ -1,11 +1,14 @@
 #include "support/bench_main.hpp"
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
-#include <cstdio>
+#include <cerrno>
 #include <cstdlib>
-#include <memory>
+#include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <vector>
 
@@ -13,6 +16,8 @@
 #include "cujit/linker.hpp"
 #include "cujit/program.hpp"
 #include "cujit/toolkit.hpp"
+
+extern char** environ;  // the child gets this process's environment
 
 namespace cujit::bench {
 namespace {
@@ -47,15 +52,83 @@ bool quick() { return quick_flag; }
 
 int repetitions(int full) { return quick_flag ? 3 : full; }
 
-std::string run_self(const std::string& arguments) {
-  const std::string command = self_path + " --cujit-child " + arguments;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
-  if (!pipe) throw std::runtime_error("cannot run " + command);
-  std::array<char, 512> line{};
-  if (std::fgets(line.data(), line.size(), pipe.get()) == nullptr) {
-    throw std::runtime_error("no output from " + command);
+namespace {
+
+// A pipe's two ends, closed when they go out of scope.
+class Pipe {
+ public:
+  Pipe() {
+    if (::pipe(fds_) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   }
-  return line.data();
+  ~Pipe() {
+    close_read();
+    close_write();
+  }
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+  int read_end() const { return fds_[0]; }
+  int write_end() const { return fds_[1]; }
+  void close_read() { close_end(0); }
+  void close_write() { close_end(1); }
+
+ private:
+  void close_end(int end) {
+    if (fds_[end] >= 0) ::close(fds_[end]);
+    fds_[end] = -1;
+  }
+  int fds_[2] = {-1, -1};
+};
+
+// Everything the child writes to stdout.
+std::string read_all(int fd) {
+  std::string out;
+  std::array<char, 4096> buffer{};
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n > 0) out.append(buffer.data(), static_cast<std::size_t>(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  return out;
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return status;
+}
+
+}  // namespace
+
+std::string run_self(const std::vector<std::string>& arguments) {
+  std::vector<std::string> words{self_path, "--cujit-child"};
+  words.insert(words.end(), arguments.begin(), arguments.end());
+  std::string described;
+  for (const std::string& word : words) described += (described.empty() ? "" : " ") + word;
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+
+  Pipe pipe;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe.write_end(), STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, pipe.read_end());
+  posix_spawn_file_actions_addclose(&actions, pipe.write_end());
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, self_path.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) throw std::runtime_error("cannot run " + described + ": " + std::strerror(spawned));
+  pipe.close_write();  // so that reading ends when the child exits
+  const std::string output = read_all(pipe.read_end());
+  const int status = wait_for(pid);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error(described + " failed (status " + std::to_string(status) + ")");
+  }
+  const std::string line = output.substr(0, output.find('\n'));
+  if (line.empty()) throw std::runtime_error("no output from " + described);
+  return line;
 }
 
 bool skip_without_device(const char* family) {
@@ -73,17 +146,18 @@ std::string scenario_dir() { return CUJIT_BENCH_SCENARIO_DIR; }
 std::string fixture_dir() { return CUJIT_BENCH_FIXTURE_DIR; }
 
 int run_main(int argc, char** argv, const std::function<void()>& register_benchmarks,
-             const std::function<int(const std::string&)>& child) {
-  self_path = argv[0];
+             const std::function<int(const ChildArguments&)>& child) {
+  // The executable itself, not what argv[0] says (a name found on PATH is no path).
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  self_path = ec ? argv[0] : self.string();
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--cujit-quick") {
       quick_flag = true;
     } else if (arg == "--cujit-child" && i + 1 < argc && child) {
-      std::string arguments = argv[i + 1];
-      for (int j = i + 2; j < argc; ++j) arguments += std::string(" ") + argv[j];
-      return child(arguments);
+      return child(ChildArguments(argv + i + 1, argv + argc));
     } else {
       rest.push_back(argv[i]);
     }

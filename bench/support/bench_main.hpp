@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace cujit::bench {
 
@@ -22,20 +23,25 @@ bool quick();
 // Repetitions for a family: `full` normally, 3 in quick mode.
 int repetitions(int full);
 
-// Runs this executable again with `arguments` and returns what the child printed (one
-// line), for measurements that need a fresh process. Throws on a child failure.
-std::string run_self(const std::string& arguments);
+// Runs this executable again as `--cujit-child ARGUMENTS...` (spawned with an argument
+// vector, no shell) and returns the first line the child printed, for measurements that
+// need a fresh process. Throws std::runtime_error when the child cannot be started, exits
+// non-zero or prints nothing.
+std::string run_self(const std::vector<std::string>& arguments);
 
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// What a child is asked to do: the arguments after --cujit-child.
+using ChildArguments = std::vector<std::string>;
+
 // Parses cujit's own flags (--cujit-quick, --cujit-child ...), adds the context, runs the
 // benchmarks. `child` handles --cujit-child ARGS when given: it prints one line and the
 // process exits with its return value.
 int run_main(int argc, char** argv, const std::function<void()>& register_benchmarks,
-             const std::function<int(const std::string&)>& child = {});
+             const std::function<int(const ChildArguments&)>& child = {});
 
 // Registers one benchmark that is skipped with the reason, for families that need a
 // device on a machine without one; returns true when that happened.

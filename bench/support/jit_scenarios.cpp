@@ -47,12 +47,11 @@ const JitScenario& jit_scenario(const std::string& name) {
 
 LinkedKernel cujit_link(const JitScenario& scenario, BuildCache& cache, const Arch& arch) {
   KernelOptions options;
-  options.arch = arch;
-  options.lto = scenario.lto;
-  options.cache = &cache;
+  options.link.arch = arch;
+  options.link.lto = scenario.lto;
+  options.link.backend = LinkerBackend::nvjitlink;
   options.nrt = scenario.nrt;
-  options.backend = LinkerBackend::nvjitlink;
-  KernelBuilder builder(scenario.kernel, options);
+  KernelBuilder builder(scenario.kernel, options, cache);
   builder.source(LinkableCode::from_path(resolve(scenario.source)));
   for (const std::string& path : scenario.external) builder.link(LinkableCode::from_path(resolve(path)));
   return builder.link_cubin();
@@ -93,11 +92,12 @@ std::vector<LinkableCode> compiled_inputs(const JitScenario& scenario, const Arc
   LinkOptions options;
   options.arch = arch;
   options.lto = scenario.lto;
-  options.headers = nrt::headers();
+  options.compile.headers = nrt::headers();
+  // Compiled afresh, never from a cache: these inputs feed timed links.
   std::vector<LinkableCode> inputs{
-      compile_for_link(LinkableCode::from_path(resolve(scenario.source)), options, backend)};
+      compile_for_link(LinkableCode::from_path(resolve(scenario.source)), options, backend, BuildCache::disabled())};
   for (const std::string& path : scenario.external) {
-    inputs.push_back(compile_for_link(LinkableCode::from_path(resolve(path)), options, backend));
+    inputs.push_back(compile_for_link(LinkableCode::from_path(resolve(path)), options, backend, BuildCache::disabled()));
   }
   if (scenario.nrt) {
     BuildCache off(cache_config(CacheMode::off));

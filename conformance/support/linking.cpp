@@ -35,7 +35,7 @@ LinkOptions link_options(LinkerBackend backend, bool lto, const std::string& arc
 
 std::vector<int> run_int_kernel(const Bytes& cubin, const std::string& kernel, unsigned threads,
                                 const std::vector<int>& int_args) {
-  auto module = Module::load(cubin, kernel + ".cubin");
+  auto module = Module::load(LinkableCode::cubin(cubin, kernel + ".cubin"));
   const Kernel k = module->kernel(kernel);
   DeviceBuffer out(threads * sizeof(int));
   out.fill_bytes(0xAB);  // poison: every checked element must be written

@@ -66,8 +66,8 @@ const Kernel& fill_kernel(const Type& type) {
   options.arch = Arch::of_device(0);
   options.name_expressions = {expression};
   const CompileResult compiled = Program(fill_source, "fill.cu").compile(options);
-  auto module = Module::load(compiled.code.bytes(), "fill");
-  return kernels.emplace(expression, module->kernel(compiled.lowered_names.at(expression))).first->second;
+  auto module = Module::load(compiled.code);
+  return kernels.emplace(expression, module->kernel_for_expression(expression)).first->second;
 }
 
 // Wraps v (an exact integer in long double, possibly huge) into `type`'s range.

@@ -4,8 +4,8 @@
 
 namespace cujit::scenarios {
 
-BlockReduceProvider::BlockReduceProvider(unsigned block_size, Arch arch, std::string output)
-    : block_size_(block_size), arch_(arch), output_(std::move(output)) {
+BlockReduceProvider::BlockReduceProvider(unsigned block_size, Arch arch, CompileTarget output)
+    : block_size_(block_size), arch_(arch), output_(output) {
   if (block_size_ == 0 || block_size_ > 1024 || (block_size_ & (block_size_ - 1)) != 0) {
     throw Error(ErrorKind::usage, "BlockReduceProvider",
                 "block size " + std::to_string(block_size_) +
@@ -14,8 +14,8 @@ BlockReduceProvider::BlockReduceProvider(unsigned block_size, Arch arch, std::st
 }
 
 std::shared_ptr<BlockReduceProvider> BlockReduceProvider::make(unsigned block_size, Arch arch,
-                                                               std::string output) {
-  auto provider = std::make_shared<BlockReduceProvider>(block_size, arch, std::move(output));
+                                                               CompileTarget output) {
+  auto provider = std::make_shared<BlockReduceProvider>(block_size, arch, output);
   provider->self_ = provider;
   return provider;
 }
@@ -49,7 +49,7 @@ std::vector<LinkableCode> BlockReduceProvider::code_for(const Signature& signatu
       "  __syncthreads();  // partial may be reused by the next call\n"
       "  return total;\n";
   abi::CompileOptions options;
-  options.abi = "numba";
+  options.abi = abi::Abi::numba;
   options.output = output_;
   options.arch = arch_;
   abi::CompiledFunction compiled = abi::compile(function, options);

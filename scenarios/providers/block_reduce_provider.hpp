@@ -14,7 +14,7 @@ class BlockReduceProvider : public LinkProvider {
  public:
   // block_size: threads per block the generated code reduces over (a power of two, at
   // most 1024); arch and output: what the generated code is compiled for.
-  BlockReduceProvider(unsigned block_size, Arch arch, std::string output = "ltoir");
+  BlockReduceProvider(unsigned block_size, Arch arch, CompileTarget output = CompileTarget::ltoir);
 
   std::string name() const override;
   // Signature T(T) for an arithmetic scalar T; Error(unsupported) otherwise.
@@ -26,12 +26,12 @@ class BlockReduceProvider : public LinkProvider {
   std::size_t compilations() const noexcept { return compilations_.load(); }
 
   static std::shared_ptr<BlockReduceProvider> make(unsigned block_size, Arch arch,
-                                                   std::string output = "ltoir");
+                                                   CompileTarget output = CompileTarget::ltoir);
 
  private:
   unsigned block_size_;
   Arch arch_;
-  std::string output_;
+  CompileTarget output_;
   std::atomic<std::size_t> compilations_{0};
   std::weak_ptr<BlockReduceProvider> self_;
 };

@@ -11,6 +11,7 @@
 #include "cujit/arch.hpp"
 #include "cujit/build_cache.hpp"
 #include "cujit/linkable_code.hpp"
+#include "cujit/program.hpp"
 #include "cujit/signature.hpp"
 
 namespace cujit::abi {
@@ -33,13 +34,11 @@ struct DeviceFunction {
 };
 
 struct CompileOptions {
-  std::string abi = "numba";            // "c" or "numba", as numba-cuda spells it
+  Abi abi = Abi::numba;
   std::optional<std::string> abi_name;  // C ABI only: the symbol (default: the name)
-  std::string output = "ptx";           // "ptx" or "ltoir"
+  CompileTarget output = CompileTarget::ptx;  // ptx or ltoir
   Arch arch;
   std::vector<std::string> nvrtc_options;
-  // Where the output is cached; null means BuildCache::global().
-  BuildCache* cache = nullptr;
 };
 
 struct CompiledFunction {
@@ -49,13 +48,15 @@ struct CompiledFunction {
   std::string log;          // NVRTC log
 };
 
-// Throws Error(unsupported) for an unknown ABI or output or a C-ABI kernel, Error(usage)
-// for an abi_name that is not an identifier, Error(compile) with the NVRTC log for a body
-// that does not compile.
-CompiledFunction compile(const DeviceFunction& function, const CompileOptions& options);
+// Compiles through compile_cached (`cache`). Throws Error(unsupported) for a cubin output
+// or a C-ABI kernel, Error(usage) for an abi_name that is not an identifier,
+// Error(compile) with the NVRTC log for a body that does not compile.
+CompiledFunction compile(const DeviceFunction& function, const CompileOptions& options,
+                         BuildCache& cache = BuildCache::global());
 // As compile(), for the architecture of device 0 (needs a GPU).
 CompiledFunction compile_for_current_device(const DeviceFunction& function,
-                                            CompileOptions options);
+                                            CompileOptions options,
+                                            BuildCache& cache = BuildCache::global());
 
 // numba-cuda's mangling: "_ZN" + length-prefixed module parts and name (characters outside
 // [A-Za-z0-9_] escaped as _xx) + "B<len><tag>" per ABI tag + "E" + Itanium argument codes.

@@ -1,9 +1,10 @@
 #pragma once
-// BuildCache: the one cache for every build in cujit (reduce builds, the NRT library,
-// C-ABI outputs, kernel links). A memory tier (LRU bounded in bytes, one build per key at a
-// time, loaded modules per context) in front of a disk tier (fan-out directories, atomic
-// entries with a checksum). A cache that cannot be used never fails a build: it records a
-// warning, counts it, and builds.
+// BuildCache: the one cache for every build in cujit (NVRTC compiles and links, which the
+// NRT library, ABI compilation, kernel builds and the reduce build all go through). It
+// stores bytes under keys and knows nothing of compilers, linkers or drivers. A memory
+// tier (LRU bounded in bytes, one build per key at a time) in front of a disk tier
+// (fan-out directories, atomic entries with a checksum). A cache that cannot be used never
+// fails a build: it records a warning, counts it, and builds.
 
 #include <chrono>
 #include <cstdint>
@@ -16,11 +17,8 @@
 #include <vector>
 
 #include "cujit/cache_key.hpp"
-#include "cujit/linkable_code.hpp"
 
 namespace cujit {
-
-class Module;
 
 enum class CacheMode { off, memory, disk };
 std::string_view to_string(CacheMode mode) noexcept;
@@ -55,6 +53,7 @@ struct CacheStats {
   std::uint64_t memory_evictions = 0;
   std::uint64_t disk_evictions = 0;
   std::uint64_t disk_write_failures = 0;
+  std::uint64_t not_stored = 0;  // results built but not cacheable (see warnings())
   std::uint64_t memory_bytes = 0;
   std::uint64_t memory_entries = 0;
 };
@@ -72,6 +71,8 @@ class BuildCache {
 
   // The process-wide cache, configured from the environment on first use.
   static BuildCache& global();
+  // A process-wide cache with mode off: everything passed it is built afresh.
+  static BuildCache& disabled();
 
   // The payload for `key`: from memory, else disk, else build() (whose result is stored
   // in both tiers). Concurrent callers of one key share one build(); if it throws, they
@@ -79,10 +80,21 @@ class BuildCache {
   std::string get_or_build(const CacheKey& key, const std::function<std::string()>& build,
                            CacheSource* source = nullptr);
 
-  // The module loaded from `cubin` (the payload part of the entry with this key digest) in
-  // the calling thread's context, loaded once per context while the memory entry lives.
-  std::shared_ptr<Module> module(const std::string& key_digest, const Bytes& cubin,
-                                 const std::string& name);
+  // Whether a find() that answers counts as a hit in stats(): lookups of bookkeeping
+  // entries (a compile's header manifest) do not.
+  enum class Count { hit, nothing };
+  // The payload stored under `key` (memory, else disk; a disk hit is kept in memory), or
+  // nullopt. `source` says which tier answered.
+  std::optional<std::string> find(const CacheKey& key, CacheSource* source = nullptr,
+                                  Count count = Count::hit);
+  // Stores `payload` under `key` in both tiers (a failed disk write is a warning).
+  void put(const CacheKey& key, const std::string& payload);
+  // Runs `work` for `flight` once at a time in this process: callers with the same flight
+  // digest while it runs wait and share its result or exception (source `waited`). `work`
+  // says where its payload came from: `built` counts a miss and a build. For builds whose
+  // final key is known only after building (a compile's headers); get_or_build uses it too.
+  using Work = std::function<std::string(CacheSource& source)>;
+  std::string run_once(const std::string& flight, const Work& work, CacheSource* source = nullptr);
 
   CacheStats stats() const;
   // Warnings recorded so far (unusable directory, failed writes, corrupt entries...).
@@ -91,12 +103,15 @@ class BuildCache {
   // Whether the disk tier is in use (mode disk and the directory passed its checks).
   bool disk_usable() const noexcept;
   std::uint64_t disk_bytes() const;
+  // Records that a result was built but could not be stored (a warning and a count).
+  void note_not_stored(std::string why);
   // Empties both tiers; returns the number of disk entries removed.
   std::size_t clear();
 
  private:
   struct State;
   void warn(std::string message) const;
+  void remember(const std::string& digest, const std::string& payload);
   CacheConfig config_;
   std::unique_ptr<State> state_;
 };

@@ -1,7 +1,10 @@
 #pragma once
 // Typed errors. Every cujit failure is an Error whose kind callers can match on and whose
 // message names the input(s), the component (backend or API call) and carries the log.
+// The kind follows from the type (LinkError is a link error, CudaError a cuda error);
+// context added on the way up keeps the type and every field.
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -34,12 +37,27 @@ class Error : public std::runtime_error {
   const std::string& message() const noexcept { return message_; }
   // NVRTC / nvJitLink / driver log, empty when the failing call has none.
   const std::string& log() const noexcept { return log_; }
+  const char* what() const noexcept override { return what_.c_str(); }
+
+  // Throws a copy of this error, of its own dynamic type with all its fields, whose
+  // component is "`outer` (original component)" and whose message starts with `context`.
+  [[noreturn]] void rethrow_with_context(const std::string& outer, const std::string& context) const;
+
+  Error(const Error&) = default;
+  Error& operator=(const Error&) = default;
+  ~Error() override = default;
+
+ protected:
+  virtual std::unique_ptr<Error> clone() const { return std::unique_ptr<Error>(new Error(*this)); }
+  [[noreturn]] virtual void raise() const { throw *this; }
 
  private:
+  void compose();
   ErrorKind kind_;
   std::string component_;
   std::string message_;
   std::string log_;
+  std::string what_;
 };
 
 // A link failure with the symbols the log named, so callers (and the NRT policy) can act
@@ -53,6 +71,10 @@ class LinkError : public Error {
   const std::vector<std::string>& unresolved_symbols() const noexcept { return unresolved_; }
   const std::vector<std::string>& duplicate_symbols() const noexcept { return duplicates_; }
 
+ protected:
+  std::unique_ptr<Error> clone() const override { return std::unique_ptr<Error>(new LinkError(*this)); }
+  [[noreturn]] void raise() const override { throw *this; }
+
  private:
   std::vector<std::string> unresolved_;
   std::vector<std::string> duplicates_;
@@ -63,6 +85,10 @@ class CudaError : public Error {
  public:
   CudaError(std::string api_call, int result, std::string message, std::string log = {});
   int result() const noexcept { return result_; }
+
+ protected:
+  std::unique_ptr<Error> clone() const override { return std::unique_ptr<Error>(new CudaError(*this)); }
+  [[noreturn]] void raise() const override { throw *this; }
 
  private:
   int result_;

@@ -20,15 +20,11 @@
 namespace cujit {
 
 struct KernelOptions {
-  Arch arch;
-  bool lto = false;
-  std::optional<LinkerBackend> backend;
+  // Architecture, LTO, backend, how CUDA C++ is compiled (include paths, options) and
+  // extra nvJitLink options: the kernel's link, composed rather than copied.
+  LinkOptions link;
   // Per-kernel NRT override: wins over nrt::enabled() in both directions.
   std::optional<bool> nrt;
-  std::vector<std::string> include_paths;
-  std::vector<std::string> compile_options;
-  // Where links (and loaded modules) are cached; null means BuildCache::global().
-  BuildCache* cache = nullptr;
 };
 
 // One declared function a build found referenced, and where its code came from.
@@ -59,7 +55,9 @@ struct BuiltKernel {
 
 class KernelBuilder {
  public:
-  explicit KernelBuilder(std::string kernel_name, KernelOptions options = {});
+  // Every compile and link of the builder goes through `cache`.
+  explicit KernelBuilder(std::string kernel_name, KernelOptions options = {},
+                         BuildCache& cache = BuildCache::global());
 
   // Declares a device function the kernel may call. Declare before adding CUDA C++ that
   // calls it: sources are compiled with "cujit/declarations.cuh" of what is declared.
@@ -80,7 +78,7 @@ class KernelBuilder {
   // and an NRT_* symbol is unresolved, throws Error(nrt) naming symbol, input and fix; a
   // provider that throws gives an error naming the provider and the signature.
   LinkedKernel link_cubin() const;
-  // Links and loads (needs a GPU).
+  // Links and loads (needs a GPU); one loaded module per link key in a process.
   BuiltKernel build() const;
 
   const std::string& kernel_name() const noexcept { return kernel_name_; }
@@ -89,17 +87,16 @@ class KernelBuilder {
  private:
   struct LinkSet;
   class Resolver;
-  LinkOptions link_options() const;
   std::vector<Header> headers() const;
   LinkSet resolve(LinkerBackend backend) const;
   LinkedKernel link_set(LinkSet& set, LinkerBackend backend) const;
   nrt::Decision decision_for(const LinkSet& set) const;
-  BuildCache& cache() const;
-  LinkableCode compile_cached(const LinkableCode& code, CompileTarget target) const;
+  LinkableCode compile(const LinkableCode& code, CompileTarget target) const;
   std::vector<std::string> culprits_of(const std::string& log, const LinkSet& set) const;
 
   std::string kernel_name_;
   KernelOptions options_;
+  BuildCache* cache_;
   std::vector<DeclaredFunction> declared_;
   std::vector<LinkableCode> own_;
   std::vector<LinkableCode> external_;

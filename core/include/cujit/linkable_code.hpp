@@ -1,9 +1,12 @@
 #pragma once
-// LinkableCode: one input to a link: format, bytes, a name for messages, and whether it
-// needs the NRT device runtime. Built only through factories that check the bytes, so a
+// LinkableCode: the one artefact of the pipeline (source, PTX, LTO-IR -> compile ->
+// LinkableCode -> link -> cubin LinkableCode -> load): format, bytes, a name for messages,
+// whether it needs the NRT device runtime, and the lowered names of the compiles it came
+// from. Built only through factories that check the bytes, so a
 // LinkableCode that exists is structurally sound for its format.
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -45,6 +48,18 @@ class LinkableCode {
     return std::move(*this);
   }
 
+  // Name expression -> lowered (mangled) symbol, from the NVRTC compiles this code came
+  // from (a link carries those of all its inputs).
+  const std::map<std::string, std::string>& lowered_names() const noexcept { return lowered_; }
+  LinkableCode& set_lowered_names(std::map<std::string, std::string> names) & {
+    lowered_ = std::move(names);
+    return *this;
+  }
+  LinkableCode&& set_lowered_names(std::map<std::string, std::string> names) && {
+    lowered_ = std::move(names);
+    return std::move(*this);
+  }
+
  private:
   LinkableCode(Format format, Bytes bytes, std::string name)
       : format_(format), bytes_(std::move(bytes)), name_(std::move(name)) {}
@@ -53,6 +68,7 @@ class LinkableCode {
   Bytes bytes_;
   std::string name_;
   bool nrt_ = false;
+  std::map<std::string, std::string> lowered_;
 };
 
 }  // namespace cujit

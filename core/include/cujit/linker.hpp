@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "cujit/arch.hpp"
+#include "cujit/build_cache.hpp"
+#include "cujit/cache_key.hpp"
 #include "cujit/linkable_code.hpp"
 #include "cujit/program.hpp"
 
@@ -28,11 +30,9 @@ struct LinkOptions {
   bool lto = false;
   // nullopt: choose_backend() decides.
   std::optional<LinkerBackend> backend;
-  // Used for `cu` inputs, which are compiled with NVRTC before linking (arch and target
-  // are set by the linker).
-  std::vector<std::string> include_paths;
-  std::vector<Header> headers;
-  std::vector<std::string> compile_options;
+  // How `cu` inputs are compiled (through compile_cached) before they are linked; the
+  // linker sets the architecture and the target (cu_compile_target).
+  CompileOptions compile;
   // Extra nvJitLink options, verbatim (e.g. "-g", "-O0"); ignored by the driver backend.
   std::vector<std::string> nvjitlink_options;
 };
@@ -52,22 +52,37 @@ bool backend_accepts(LinkerBackend backend, Format format) noexcept;
 CompileTarget cu_compile_target(LinkerBackend backend, bool lto) noexcept;
 
 // A `cu` input compiled the way a link with these options on this backend needs it
-// (cu_compile_target; headers, include paths and options from `options`), keeping its
-// name stem and nrt flag. Other formats are returned unchanged.
+// (cu_compile_target, options.compile), through compile_cached, keeping its name stem and
+// nrt flag. Other formats are returned unchanged.
 LinkableCode compile_for_link(LinkableCode code, const LinkOptions& options,
-                              LinkerBackend backend);
+                              LinkerBackend backend, BuildCache& cache = BuildCache::global());
 
 struct LinkResult {
-  Bytes cubin;
+  // The linked cubin, carrying the lowered names of every input's compile.
+  LinkableCode code;
   std::string info_log;
   LinkerBackend backend;
   // Inputs that were dropped because an identical input (same format and bytes) came first.
   std::vector<std::string> dropped_duplicates;
 };
 
+struct CachedLink {
+  LinkResult result;
+  CacheSource source = CacheSource::built;
+  std::string key;  // the cache key's digest
+};
+
+// The one key recipe for links ("link"; docs/cache.md): the linker's identity (nvJitLink
+// library, or the driver for the driver backend), the backend, the architecture with its
+// suffix, whether LTO runs, the extra nvJitLink options in order, and each distinct input
+// in order by format, name and content digest.
+CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& options,
+                  LinkerBackend backend);
+
 class Linker {
  public:
-  explicit Linker(LinkOptions options);
+  // `cache` holds the compiles of `cu` inputs and, for link_cached(), the link.
+  explicit Linker(LinkOptions options, BuildCache& cache = BuildCache::global());
   ~Linker();
   Linker(Linker&&) noexcept;
   Linker& operator=(Linker&&) noexcept;
@@ -85,6 +100,9 @@ class Linker {
   // Links everything added so far into a cubin. Throws LinkError with both logs, the
   // inputs, the backend and the API call on failure. The linker can link again.
   LinkResult link() const;
+  // As link(), through the cache (link_key): a hit returns the cubin, lowered names,
+  // info log and dropped duplicates the link produced.
+  CachedLink link_cached() const;
 
   LinkerBackend backend() const noexcept { return backend_; }
   const LinkOptions& options() const noexcept { return options_; }
@@ -95,10 +113,13 @@ class Linker {
 
   LinkOptions options_;
   LinkerBackend backend_;
+  BuildCache* cache_;
   std::vector<LinkableCode> inputs_;
 };
 
 // "13.0" etc.
 std::string nvjitlink_version();
+// The exact nvJitLink in use: version and the library file this process loaded.
+const std::string& nvjitlink_identity();
 
 }  // namespace cujit

@@ -1,7 +1,8 @@
 #pragma once
-// Module and Kernel: RAII over CUmodule / CUfunction. A Kernel holds its Module alive;
-// its parameter layout comes from cuFuncGetParamInfo, so launches are checked (count and
-// size of every argument) before they reach the driver.
+// Module and Kernel: RAII over a loaded library (cuLibraryLoadData: context-independent,
+// loaded into each context as it is used, as cuda.core and jitify2 do) and its kernels. A
+// Kernel holds its Module alive; its parameter layout comes from cuFuncGetParamInfo, so
+// launches are checked (count and size of every argument) before they reach the driver.
 
 #include <array>
 #include <cstring>
@@ -68,9 +69,14 @@ struct GlobalSymbol {
 
 class Module : public std::enable_shared_from_this<Module> {
  public:
-  // Loads a cubin (or any image cuModuleLoadDataEx takes); the JIT logs go into the error.
-  // `name` is used in messages.
-  static std::shared_ptr<Module> load(const Bytes& image, std::string name);
+  // Loads linked code (a cubin, a fatbin, or PTX the driver compiles); the driver's JIT
+  // logs go into the error, which names the code. Other formats are Error(usage): link
+  // them first. The module keeps the code (the driver reads it in place) and its lowered
+  // names.
+  static std::shared_ptr<Module> load(LinkableCode code);
+  // The module loaded from `code`, shared by every caller that passes the same `identity`
+  // (a cache key digest) while any of them holds it: one load per build in a process.
+  static std::shared_ptr<Module> shared(const LinkableCode& code, const std::string& identity);
 
   ~Module();
   Module(const Module&) = delete;
@@ -80,13 +86,17 @@ class Module : public std::enable_shared_from_this<Module> {
   Kernel kernel(const std::string& name) const;
   // The device variable `name`, or nullopt when the module has none.
   std::optional<GlobalSymbol> global(const std::string& name) const;
-  const std::string& name() const noexcept { return name_; }
+  // The kernel a name expression of the compile lowered to (LinkableCode::lowered_names).
+  Kernel kernel_for_expression(const std::string& name_expression) const;
+  const std::string& name() const noexcept { return code_.name(); }
+  const LinkableCode& code() const noexcept { return code_; }
+  // The CUlibrary.
   void* handle() const noexcept { return handle_; }
 
  private:
-  Module(void* handle, std::string name) : handle_(handle), name_(std::move(name)) {}
+  Module(void* handle, LinkableCode code) : handle_(handle), code_(std::move(code)) {}
   void* handle_;
-  std::string name_;
+  LinkableCode code_;
 };
 
 class Kernel {

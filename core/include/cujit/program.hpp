@@ -2,7 +2,7 @@
 // Program: NVRTC compilation of CUDA C++ to PTX, LTO-IR or cubin. The log is kept on
 // success and failure; lowered names are returned for every name expression.
 
-#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +15,8 @@ namespace cujit {
 enum class CompileTarget { ptx, ltoir, cubin };
 
 std::string_view to_string(CompileTarget target) noexcept;
+// "ptx" / "ltoir" / "cubin"; nullopt otherwise.
+std::optional<CompileTarget> parse_compile_target(std::string_view name) noexcept;
 
 struct Header {
   std::string name;     // as written in #include "..."
@@ -35,11 +37,10 @@ struct CompileOptions {
 };
 
 struct CompileResult {
+  // The output; its lowered_names() map each name expression to its lowered symbol.
   LinkableCode code;
   std::string log;
-  // name expression -> lowered (mangled) name
-  std::map<std::string, std::string> lowered_names;
-  // The NVRTC options used, for diagnostics and cache keys.
+  // The NVRTC options used, for diagnostics.
   std::vector<std::string> options;
 };
 
@@ -62,7 +63,14 @@ class Program {
 // The NVRTC option list compile() uses for these options (pure; tested without a GPU).
 std::vector<std::string> nvrtc_options(const CompileOptions& options);
 
+// The output of compiling `source_name` to `target`, named after it ("x.cu" -> "x.ptx",
+// "x.ltoir", "x.cubin"): the one place that maps a compile target to a format and a name.
+LinkableCode compiled_code(Bytes bytes, const std::string& source_name, CompileTarget target);
+
 // "13.0" etc.
 std::string nvrtc_version();
+// The exact NVRTC in use: its version, the library file this process loaded and the
+// builtins libraries beside it (what cache keys name; see support/library_identity).
+const std::string& nvrtc_identity();
 
 }  // namespace cujit

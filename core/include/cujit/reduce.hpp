@@ -12,6 +12,7 @@
 
 #include "cujit/abi.hpp"
 #include "cujit/build_cache.hpp"
+#include "cujit/linker.hpp"
 #include "cujit/graph_node.hpp"
 #include "cujit/module.hpp"
 #include "cujit/signature.hpp"
@@ -51,6 +52,7 @@ class Operator {
 };
 
 struct BuildConfig {
+  // For the generated kernel and for a CUDA C++ operator alike.
   std::vector<std::string> nvrtc_options;
   std::vector<std::string> include_dirs;
   // NVRTC's automatic precompiled header for CUB: the first build in a process creates it
@@ -68,7 +70,7 @@ struct ReduceSpec {
 };
 
 struct ReduceBuild {
-  Bytes cubin;
+  LinkableCode code;  // the linked cubin
   std::string tiles_kernel;
   std::string final_kernel;
   std::size_t accumulator_size = 0;
@@ -76,8 +78,10 @@ struct ReduceBuild {
   std::size_t output_size = 0;
   unsigned block_size = 0;
   unsigned items_per_thread = 0;
+  // Where the cubin came from, and the link key's digest (the link key covers the
+  // compiled kernel and operator by content, so it names the whole build).
   CacheSource source = CacheSource::built;
-  std::string key;  // the cache key's digest
+  std::string key;
   // Loaded when a device is present (Error(cuda) from reduce_into otherwise).
   std::shared_ptr<Module> module;
   std::optional<Kernel> tiles;
@@ -89,8 +93,16 @@ struct ReduceBuild {
 // acc(acc, acc), Error(compile/link) with logs otherwise.
 ReduceBuild build_reduce(const ReduceSpec& spec, BuildCache& cache = BuildCache::global());
 
-// The cache key of a spec (what build_reduce would use), for inspection and tests.
-CacheKey reduce_key(const ReduceSpec& spec);
+// The generated kernel of a spec as a program and its compile options (pure): what
+// build_reduce compiles (to LTO-IR, through compile_cached) before it links the operator.
+struct KernelCompile {
+  Program program;
+  CompileOptions options;
+};
+KernelCompile kernel_compile(const ReduceSpec& spec);
+// The link options of a spec's build (nvJitLink, LTO; a CUDA C++ operator compiled with
+// the spec's options and include directories).
+LinkOptions link_options(const ReduceSpec& spec);
 
 // Temporary storage reduce_into needs for n items on the current device.
 std::size_t temp_bytes(const ReduceBuild& build, std::uint64_t n);

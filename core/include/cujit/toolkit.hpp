@@ -1,5 +1,7 @@
 #pragma once
 // Where the CUDA toolkit's headers are (for CUB through NVRTC) and what CCCL they hold.
+// Which of those headers a build reads is found per compile (compile_cached's header
+// manifest), so no digest of the whole tree is needed.
 
 #include <filesystem>
 #include <string>
@@ -12,8 +14,4 @@ std::filesystem::path include_dir();
 std::filesystem::path cccl_dir();
 // CCCL_VERSION from cuda/std/__cccl/version.h ("3000001"); Error(io) when missing.
 std::string cccl_version();
-// SHA-256 over the path and bytes of every file under cccl_dir()/cub and cccl_dir()/cuda:
-// what a CUB-based build includes. Computed once per process.
-const std::string& cccl_headers_digest();
-
 }  // namespace cujit::toolkit

@@ -1,0 +1,44 @@
+// cujit info: toolkit, driver, device, cache, NRT, and what each backend supports.
+#include <iostream>
+
+#include "commands.hpp"
+#include "cujit/build_cache.hpp"
+#include "cujit/device.hpp"
+#include "cujit/error.hpp"
+#include "cujit/format.hpp"
+#include "cujit/linker.hpp"
+#include "cujit/nrt.hpp"
+#include "cujit/program.hpp"
+#include "cujit/toolkit.hpp"
+
+namespace cujit::cli {
+
+int info() {
+  std::cout << "cujit " << CUJIT_CLI_VERSION << "\n"
+            << "NVRTC " << nvrtc_version() << ", nvJitLink " << nvjitlink_version() << "\n";
+  try {
+    std::cout << "CCCL " << toolkit::cccl_version() << " (" << toolkit::cccl_dir().string() << ")\n";
+  } catch (const Error& error) {
+    std::cout << "CCCL: " << error.message() << "\n";
+  }
+  if (has_device()) {
+    std::cout << "driver " << driver_version() << ", " << device_count() << " device(s); device 0: "
+              << device_name(0) << " (" << Arch::of_device(0).sm() << ")\n";
+  } else {
+    std::cout << "no CUDA device: " << no_device_reason() << "\n";
+  }
+  const BuildCache& cache = BuildCache::global();
+  std::cout << "cache: " << to_string(cache.config().mode) << " at " << cache.config().directory.string()
+            << (cache.disk_usable() ? "" : " (disk tier not used)") << "\n";
+  std::cout << "NRT: " << (nrt::enabled() ? "enabled" : "disabled") << " globally (CUJIT_ENABLE_NRT)\n";
+  std::cout << "linker backends: nvjitlink (every format), driver ("
+            << (has_device() ? "available" : "needs a device") << "; no LTO-IR)\n";
+  std::cout << "formats:";
+  for (Format format : all_formats) {
+    std::cout << " " << to_string(format) << "(" << (backend_accepts(LinkerBackend::driver, format) ? "both" : "nvjitlink") << ")";
+  }
+  std::cout << "\n";
+  return exit_ok;
+}
+
+}  // namespace cujit::cli

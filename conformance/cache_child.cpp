@@ -1,0 +1,83 @@
+// Run by the compile-cache suite as a new process, so that a build can only come from the
+// disk tier (or be made afresh): the stale-code regressions of the build cache.
+//
+//   cache_child kernel  CACHE_DIR|off INC_DIR OUT   KernelBuilder, source including "val.h"
+//   cache_child reduce  CACHE_DIR|off INC_DIR OUT   reduce, CUDA C++ operator including "op.h"
+//   cache_child compile CACHE_DIR|off OUT OPTION... compile_cached with these NVRTC options
+//
+// Writes the cubin or PTX to OUT and prints where it came from (built, disk, ...).
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cujit/compile_cache.hpp"
+#include "cujit/error.hpp"
+#include "cujit/kernel_builder.hpp"
+#include "cujit/reduce.hpp"
+
+namespace {
+
+cujit::CacheConfig cache_at(const std::string& directory) {
+  cujit::CacheConfig config;
+  config.mode = directory == "off" ? cujit::CacheMode::off : cujit::CacheMode::disk;
+  config.directory = directory;
+  return config;
+}
+
+void write(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+int run(const std::vector<std::string>& args) {
+  if (args.size() < 4) return 2;
+  cujit::BuildCache cache(cache_at(args[1]));
+  const cujit::Arch arch = cujit::Arch::parse("sm_90");
+  if (args[0] == "kernel" && args.size() == 4) {
+    cujit::KernelOptions options;
+    options.link.arch = arch;
+    options.link.compile.include_paths = {args[2]};
+    cujit::KernelBuilder builder("k", options, cache);
+    builder.source(cujit::LinkableCode::cuda_source(
+        "#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n", "k.cu"));
+    const cujit::LinkedKernel linked = builder.link_cubin();
+    write(args[3], linked.link.code.bytes());
+    std::printf("%s\n", std::string(cujit::to_string(linked.source)).c_str());
+    return 0;
+  }
+  if (args[0] == "reduce" && args.size() == 4) {
+    cujit::reduce::ReduceSpec spec;
+    spec.arch = arch;
+    spec.op = cujit::reduce::Operator::cuda_source(
+        "#include \"op.h\"\nextern \"C\" __device__ int op(int a, int b) { return OP(a, b); }\n", "op");
+    spec.config.nvrtc_options = {"-I" + args[2]};
+    const cujit::reduce::ReduceBuild build = cujit::reduce::build_reduce(spec, cache);
+    write(args[3], build.code.bytes());
+    std::printf("%s\n", std::string(cujit::to_string(build.source)).c_str());
+    return 0;
+  }
+  if (args[0] == "compile") {
+    cujit::CompileOptions options;
+    options.arch = arch;
+    options.options.assign(args.begin() + 3, args.end());
+    const cujit::CachedCompile compiled = cujit::compile_cached(
+        cujit::Program("extern \"C\" __global__ void k(int* p) { *p = V; }\n", "k.cu"), options, cache);
+    write(args[2], compiled.result.code.bytes());
+    std::printf("%s\n", std::string(cujit::to_string(compiled.source)).c_str());
+    return 0;
+  }
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const int status = run(std::vector<std::string>(argv + 1, argv + argc));
+    if (status == 2) std::fprintf(stderr, "usage: see the comment at the top of cache_child.cpp\n");
+    return status;
+  } catch (const cujit::Error& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,323 @@
+#include "cujit/kernel_builder.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <regex>
+#include <tuple>
+
+#include "cujit/compile_cache.hpp"
+#include "cujit/error.hpp"
+#include "support/ptx_scan.hpp"
+
+namespace cujit {
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// Inputs the log says reference an NRT symbol ("Undefined reference to 'NRT_x' in 'y'").
+std::vector<std::string> inputs_referencing_nrt(const std::string& log) {
+  static const std::regex pattern(R"(Undefined reference to '(NRT_\w+)' in '([^']+)')");
+  std::vector<std::string> inputs;
+  for (std::sregex_iterator it(log.begin(), log.end(), pattern), end; it != end; ++it) {
+    const std::string input = (*it)[2].str();
+    if (std::find(inputs.begin(), inputs.end(), input) == inputs.end()) inputs.push_back(input);
+  }
+  return inputs;
+}
+
+bool same_code(const LinkableCode& a, const LinkableCode& b) {
+  return a.format() == b.format() && a.bytes() == b.bytes();
+}
+
+// Whether `code` visibly references `symbol`. PTX is read token-exactly; ELF-based formats
+// keep symbol names as plain strings, so a byte search finds every real reference (and,
+// rarely, a longer name containing it: an unneeded request, never a missing one). LTO-IR
+// is compressed and shows nothing: its references surface as unresolved symbols when it is
+// linked, and link_cubin resolves those and links again.
+bool references(const LinkableCode& code, const std::vector<std::string>& ptx_externs,
+                const std::string& symbol) {
+  if (code.format() == Format::ptx) {
+    return std::find(ptx_externs.begin(), ptx_externs.end(), symbol) != ptx_externs.end();
+  }
+  if (code.format() == Format::ltoir) return false;
+  return code.bytes().find(symbol) != std::string::npos;
+}
+
+}  // namespace
+
+// Everything one build links, in order, each distinct code once.
+struct KernelBuilder::LinkSet {
+  std::vector<LinkableCode> codes;
+  std::vector<ResolvedCall> resolved;
+  std::size_t provider_requests = 0;
+
+  // Adds unless the same bytes are already there; true when added.
+  bool add(LinkableCode code) {
+    const bool seen = std::any_of(codes.begin(), codes.end(),
+                                  [&](const LinkableCode& kept) { return same_code(kept, code); });
+    if (!seen) codes.push_back(std::move(code));
+    return !seen;
+  }
+};
+
+KernelBuilder::KernelBuilder(std::string kernel_name, KernelOptions options, BuildCache& cache)
+    : kernel_name_(std::move(kernel_name)), options_(std::move(options)), cache_(&cache) {}
+
+std::vector<Header> KernelBuilder::headers() const {
+  std::vector<Header> out = nrt::headers();
+  out.push_back(Header{"cujit/declarations.cuh", declarations_header(declared_)});
+  return out;
+}
+
+KernelBuilder& KernelBuilder::declare(DeclaredFunction function) {
+  function.validate();
+  for (const DeclaredFunction& existing : declared_) {
+    for (const Signature& a : existing.signatures) {
+      for (const Signature& b : function.signatures) {
+        if (existing.symbol(a) == function.symbol(b)) {
+          throw Error(ErrorKind::usage, "KernelBuilder::declare",
+                      "'" + function.name + "' with " + b.str() + " has the symbol '" +
+                          function.symbol(b) + "', already declared by '" + existing.name + "'");
+        }
+      }
+    }
+  }
+  declared_.push_back(std::move(function));
+  return *this;
+}
+
+// CUDA C++ compiled through the one cached compile, with the kernel's compile options and
+// the headers the builder provides ("cujit/nrt.cuh", "cujit/declarations.cuh").
+LinkableCode KernelBuilder::compile(const LinkableCode& code, CompileTarget target) const {
+  CompileOptions compile = options_.link.compile;
+  compile.arch = options_.link.arch;
+  compile.target = target;
+  for (Header& header : headers()) compile.headers.push_back(std::move(header));
+  return compile_cached(Program(code.bytes(), code.name()), compile, *cache_).result.code.set_nrt(code.nrt());
+}
+
+KernelBuilder& KernelBuilder::source(LinkableCode code) {
+  // The kernel's own PTX is what NRT detection scans.
+  if (code.format() == Format::cu) code = compile(code, CompileTarget::ptx);
+  if (code.format() != Format::ptx && code.format() != Format::ltoir) {
+    throw Error(ErrorKind::usage, "KernelBuilder::source",
+                "'" + code.name() + "' is " + std::string(to_string(code.format())) +
+                    "; a kernel's own code is PTX, LTO-IR or CUDA C++ (add other formats "
+                    "with link())");
+  }
+  own_.push_back(std::move(code));
+  return *this;
+}
+
+KernelBuilder& KernelBuilder::link(LinkableCode code) {
+  external_.push_back(std::move(code));
+  return *this;
+}
+
+nrt::Decision KernelBuilder::decision_for(const LinkSet& set) const {
+  const bool own_references = std::any_of(own_.begin(), own_.end(), [](const LinkableCode& c) {
+    return c.format() == Format::ptx && nrt::references_nrt(c.bytes());
+  });
+  // The whole transitive link set counts: own code, explicit items, declared functions'
+  // items and provider items that were actually pulled in.
+  const bool any_flagged = std::any_of(set.codes.begin(), set.codes.end(),
+                                       [](const LinkableCode& c) { return c.nrt(); });
+  return nrt::decide(nrt::enabled(), options_.nrt, own_references, any_flagged);
+}
+
+nrt::Decision KernelBuilder::nrt_decision() const {
+  return decision_for(resolve(Linker(options_.link, *cache_).backend()));
+}
+
+// Resolution of declared functions for one build: scans what is in the link set, adds
+// explicit items and provider code for every declared symbol referenced, and rescans what
+// it added, to a fixed point. Symbols that scanning cannot see (LTO-IR) are handed in by
+// resolve_symbols() from a link's unresolved-symbol report.
+class KernelBuilder::Resolver {
+ public:
+  Resolver(const KernelBuilder& builder, LinkerBackend backend)
+      : builder_(builder), backend_(backend), lto_(builder.options_.link.lto) {
+    for (const DeclaredFunction& function : builder.declared_) {
+      for (const Signature& signature : function.signatures) {
+        by_symbol_.emplace(function.symbol(signature), std::make_pair(&function, signature));
+      }
+    }
+    for (const LinkableCode& code : builder.own_) add(code);
+    for (const LinkableCode& code : builder.external_) add(code);
+    run();
+  }
+
+  // Resolves those of `symbols` that are declared and not resolved yet; true if any was.
+  bool resolve_symbols(const std::vector<std::string>& symbols) {
+    bool any = false;
+    for (const std::string& symbol : symbols) {
+      const auto entry = by_symbol_.find(symbol);
+      if (entry == by_symbol_.end() || is_done(symbol)) continue;
+      resolve(symbol, entry->second.first, entry->second.second);
+      any = true;
+    }
+    run();
+    return any;
+  }
+
+  LinkSet set;
+
+ private:
+  bool is_done(const std::string& symbol) const {
+    return std::find(done_.begin(), done_.end(), symbol) != done_.end();
+  }
+
+  void add(LinkableCode code) {
+    // CUDA C++ is compiled first: what it references is only known from its output.
+    if (code.format() == Format::cu) code = builder_.compile(code, cu_compile_target(backend_, lto_));
+    if (set.add(std::move(code))) to_scan_.push_back(set.codes.size() - 1);
+  }
+
+  void run() {
+    while (!to_scan_.empty()) {
+      const LinkableCode scanned = set.codes[to_scan_.front()];
+      to_scan_.pop_front();
+      const std::vector<std::string> externs =
+          scanned.format() == Format::ptx ? detail::extern_functions(scanned.bytes())
+                                          : std::vector<std::string>{};
+      for (const auto& [symbol, entry] : by_symbol_) {
+        if (!is_done(symbol) && references(scanned, externs, symbol)) {
+          resolve(symbol, entry.first, entry.second);
+        }
+      }
+    }
+  }
+
+  void resolve(const std::string& symbol, const DeclaredFunction* function, const Signature& signature) {
+    done_.push_back(symbol);
+    set.resolved.push_back(ResolvedCall{symbol, function->name, signature,
+                                        function->provider ? function->provider->name() : ""});
+    for (const LinkableCode& item : function->link) add(item);
+    if (!function->provider) return;
+    const auto key = std::make_pair(function->provider.get(), signature);
+    auto found = asked_.find(key);
+    if (found == asked_.end()) {
+      ++set.provider_requests;
+      found = asked_.emplace(key, ask(*function, signature)).first;
+    }
+    for (const LinkableCode& item : found->second) add(item);
+  }
+
+  static std::vector<LinkableCode> ask(const DeclaredFunction& function, const Signature& signature) {
+    const std::string component = "LinkProvider '" + function.provider->name() + "'";
+    const std::string what = "supplying '" + function.name + "' for " + signature.str() + " failed: ";
+    try {
+      return function.provider->code_for(signature);
+    } catch (const Error& error) {
+      error.rethrow_with_context(component, what);
+    } catch (const std::exception& error) {
+      throw Error(ErrorKind::link, component, what + error.what());
+    }
+  }
+
+  const KernelBuilder& builder_;
+  LinkerBackend backend_;
+  bool lto_;
+  std::map<std::string, std::pair<const DeclaredFunction*, Signature>> by_symbol_;
+  // One request per distinct (provider, signature) in this build.
+  std::map<std::pair<const LinkProvider*, Signature>, std::vector<LinkableCode>> asked_;
+  std::vector<std::string> done_;
+  std::deque<std::size_t> to_scan_;
+};
+
+KernelBuilder::LinkSet KernelBuilder::resolve(LinkerBackend backend) const {
+  return Resolver(*this, backend).set;
+}
+
+// The inputs to blame for unresolved NRT symbols. nvJitLink names the module LTO produced
+// "ltoPtx": that stands for the unflagged LTO-IR inputs. With no name at all, every
+// unflagged input that is not the kernel's own code is a candidate.
+std::vector<std::string> KernelBuilder::culprits_of(const std::string& log,
+                                                    const LinkSet& set) const {
+  const auto own = [&](const LinkableCode& code) {
+    return std::any_of(own_.begin(), own_.end(),
+                       [&](const LinkableCode& o) { return o.name() == code.name(); });
+  };
+  std::vector<std::string> culprits;
+  for (const std::string& input : inputs_referencing_nrt(log)) {
+    if (input != "ltoPtx") {
+      culprits.push_back(input);
+      continue;
+    }
+    for (const LinkableCode& code : set.codes) {
+      if (!code.nrt() && carries_ltoir(code.format(), code.bytes())) culprits.push_back(code.name());
+    }
+  }
+  if (culprits.empty()) {
+    for (const LinkableCode& code : set.codes) {
+      if (!code.nrt() && !own(code)) culprits.push_back(code.name());
+    }
+  }
+  return culprits;
+}
+
+LinkedKernel KernelBuilder::link_cubin() const {
+  if (own_.empty()) {
+    throw Error(ErrorKind::usage, "KernelBuilder::link_cubin",
+                "kernel '" + kernel_name_ + "' has no source; add its own code with source()");
+  }
+  const LinkerBackend backend = Linker(options_.link, *cache_).backend();
+  Resolver resolver(*this, backend);
+  for (;;) {
+    try {
+      return link_set(resolver.set, backend);
+    } catch (const LinkError& error) {
+      // Declared functions referenced from code scanning cannot read (LTO-IR): resolve
+      // what the link reports missing and link again; stop when nothing new is declared.
+      if (!resolver.resolve_symbols(error.unresolved_symbols())) throw;
+    }
+  }
+}
+
+LinkedKernel KernelBuilder::link_set(LinkSet& set, LinkerBackend backend) const {
+  const nrt::Decision decision = decision_for(set);
+  std::optional<LinkableCode> runtime;
+  if (decision.link) {
+    runtime = nrt::library(options_.link.arch, cu_compile_target(backend, options_.link.lto),
+                           options_.link.compile.options, *cache_);
+  }
+  try {
+    Linker linker(options_.link, *cache_);
+    for (const LinkableCode& code : set.codes) linker.add(code);
+    if (runtime) linker.add(*runtime);
+    CachedLink link = linker.link_cached();
+    return LinkedKernel{kernel_name_, decision, std::move(link.result), set.resolved,
+                        set.provider_requests, link.source, std::move(link.key)};
+  } catch (const LinkError& error) {
+    std::vector<std::string> missing;
+    for (const std::string& symbol : error.unresolved_symbols()) {
+      if (nrt::is_function_name(symbol)) missing.push_back(symbol);
+    }
+    if (missing.empty() || decision.link) throw;
+    std::string fix = "mark the input that uses NRT with LinkableCode::set_nrt(true)";
+    if (decision.reason == nrt::Reason::disabled) {
+      fix += " and enable NRT (cujit::nrt::set_enabled(true), CUJIT_ENABLE_NRT=1, or "
+             "KernelOptions::nrt = true for this kernel)";
+    }
+    throw Error(ErrorKind::nrt, "KernelBuilder (" + error.component() + ")",
+                "kernel '" + kernel_name_ + "': unresolved NRT symbol(s) " + join(missing) +
+                    " referenced by " + join(culprits_of(error.log(), set)) +
+                    "; NRT was not linked because " + std::string(nrt::to_string(decision.reason)) +
+                    ". To fix: " + fix,
+                error.log());
+  }
+}
+
+BuiltKernel KernelBuilder::build() const {
+  LinkedKernel linked = link_cubin();
+  std::shared_ptr<Module> module = Module::shared(linked.link.code, linked.key);
+  Kernel kernel = module->kernel(kernel_name_);
+  return BuiltKernel{std::move(module), std::move(kernel), linked.nrt};
+}
+
+}  // namespace cujit

@@ -1,0 +1,290 @@
+#include "cujit/build_cache.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <cstdlib>
+#include <future>
+#include <list>
+#include <map>
+#include <unordered_map>
+
+#include "cujit/error.hpp"
+#include "cache/disk_cache.hpp"
+
+namespace cujit {
+namespace {
+
+constexpr std::size_t max_warnings = 64;
+
+std::optional<std::uint64_t> parse_bytes(const char* text) {
+  if (text == nullptr) return std::nullopt;
+  std::uint64_t value = 0;
+  const char* end = text + std::strlen(text);
+  const auto parsed = std::from_chars(text, end, value);
+  if (parsed.ec != std::errc{} || parsed.ptr != end) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::string_view to_string(CacheMode mode) noexcept {
+  switch (mode) {
+    case CacheMode::off: return "off";
+    case CacheMode::memory: return "memory";
+    case CacheMode::disk: return "disk";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CacheSource source) noexcept {
+  switch (source) {
+    case CacheSource::memory: return "memory";
+    case CacheSource::disk: return "disk";
+    case CacheSource::built: return "built";
+    case CacheSource::waited: return "waited";
+  }
+  return "unknown";
+}
+
+CacheConfig CacheConfig::from_environment() {
+  CacheConfig config;
+  if (const char* mode = std::getenv("CUJIT_CACHE")) {
+    const std::string text(mode);
+    if (text == "off") {
+      config.mode = CacheMode::off;
+    } else if (text == "memory") {
+      config.mode = CacheMode::memory;
+    } else if (text == "disk" || text.empty()) {
+      config.mode = CacheMode::disk;
+    } else {
+      config.warnings.push_back("CUJIT_CACHE='" + text + "' is not off, memory or disk; using disk");
+    }
+  }
+  if (const char* dir = std::getenv("CUJIT_CACHE_DIR"); dir != nullptr && *dir != '\0') {
+    config.directory = dir;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    config.directory = std::filesystem::path(xdg) / "cujit";
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    config.directory = std::filesystem::path(home) / ".cache" / "cujit";
+  } else {
+    config.mode = config.mode == CacheMode::disk ? CacheMode::memory : config.mode;
+    config.warnings.push_back("no CUJIT_CACHE_DIR, XDG_CACHE_HOME or HOME: disk tier off");
+  }
+  for (const auto& [name, target] :
+       {std::pair{"CUJIT_CACHE_MAX_BYTES", &config.max_disk_bytes},
+        std::pair{"CUJIT_CACHE_MEMORY_BYTES", &config.max_memory_bytes}}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) continue;
+    if (const auto bytes = parse_bytes(value)) {
+      *target = *bytes;
+    } else {
+      config.warnings.push_back(std::string(name) + "='" + value + "' is not a byte count; ignored");
+    }
+  }
+  return config;
+}
+
+struct BuildCache::State {
+  struct MemoryEntry {
+    std::string payload;
+    std::list<std::string>::iterator lru;
+  };
+  mutable std::mutex mutex;
+  std::unordered_map<std::string, MemoryEntry> memory;
+  std::list<std::string> lru;  // most recently used first
+  std::unordered_map<std::string, std::shared_future<std::string>> in_flight;
+  std::optional<detail::DiskCache> disk;
+  CacheStats stats;
+  std::vector<std::string> warnings;
+
+  void touch(MemoryEntry& entry, const std::string& key) {
+    lru.erase(entry.lru);
+    lru.push_front(key);
+    entry.lru = lru.begin();
+  }
+
+  void insert(const std::string& key, const std::string& payload, std::uint64_t cap) {
+    if (payload.size() > cap) return;  // larger than the whole tier: not kept in memory
+    if (auto found = memory.find(key); found != memory.end()) {
+      touch(found->second, key);
+      return;
+    }
+    lru.push_front(key);
+    memory.emplace(key, MemoryEntry{payload, lru.begin()});
+    stats.memory_bytes += payload.size();
+    ++stats.memory_entries;
+    while (stats.memory_bytes > cap && !lru.empty()) {
+      const std::string victim = lru.back();
+      lru.pop_back();
+      const auto it = memory.find(victim);
+      stats.memory_bytes -= it->second.payload.size();
+      --stats.memory_entries;
+      memory.erase(it);
+      ++stats.memory_evictions;
+    }
+  }
+};
+
+BuildCache::BuildCache(CacheConfig config) : config_(std::move(config)), state_(std::make_unique<State>()) {
+  for (const std::string& warning : config_.warnings) warn(warning);
+  if (config_.mode == CacheMode::disk) {
+    detail::DiskCache disk(config_.directory, config_.max_disk_bytes, config_.protect_recent, config_.fault);
+    if (const std::string problem = disk.open(); problem.empty()) {
+      state_->disk.emplace(std::move(disk));
+    } else {
+      warn("disk cache not used: " + problem);
+    }
+  }
+}
+
+BuildCache::~BuildCache() = default;
+
+BuildCache& BuildCache::global() {
+  static BuildCache cache(CacheConfig::from_environment());
+  return cache;
+}
+
+BuildCache& BuildCache::disabled() {
+  static BuildCache cache([] {
+    CacheConfig config;
+    config.mode = CacheMode::off;
+    return config;
+  }());
+  return cache;
+}
+
+void BuildCache::warn(std::string message) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->warnings.size() < max_warnings) state_->warnings.push_back(std::move(message));
+}
+
+bool BuildCache::disk_usable() const noexcept { return state_->disk.has_value(); }
+
+std::optional<std::string> BuildCache::find(const CacheKey& key, CacheSource* source, Count count) {
+  if (config_.mode == CacheMode::off) return std::nullopt;
+  const std::string digest = key.digest();
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (auto found = state_->memory.find(digest); found != state_->memory.end()) {
+      state_->touch(found->second, digest);
+      if (count == Count::hit) ++state_->stats.memory_hits;
+      if (source != nullptr) *source = CacheSource::memory;
+      return found->second.payload;
+    }
+  }
+  if (!state_->disk) return std::nullopt;
+  std::string payload, problem;
+  const detail::ReadOutcome outcome = state_->disk->read(digest, payload, problem);
+  if (outcome == detail::ReadOutcome::corrupt || outcome == detail::ReadOutcome::unreadable) {
+    warn("disk entry " + digest + " dropped: " + problem);
+  }
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (outcome == detail::ReadOutcome::corrupt) ++state_->stats.corrupt_entries;
+  if (outcome != detail::ReadOutcome::hit) return std::nullopt;
+  if (count == Count::hit) ++state_->stats.disk_hits;
+  state_->insert(digest, payload, config_.max_memory_bytes);
+  if (source != nullptr) *source = CacheSource::disk;
+  return payload;
+}
+
+void BuildCache::put(const CacheKey& key, const std::string& payload) {
+  if (config_.mode == CacheMode::off) return;
+  const std::string digest = key.digest();
+  std::size_t evicted = 0;
+  detail::DiskCacheResult written;
+  if (state_->disk) {
+    written = state_->disk->write(digest, payload);
+    if (written.ok) evicted = state_->disk->evict();
+  }
+  if (!written.ok) warn("disk entry " + digest + " not written: " + written.problem);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!written.ok) ++state_->stats.disk_write_failures;
+  state_->stats.disk_evictions += evicted;
+  state_->insert(digest, payload, config_.max_memory_bytes);
+}
+
+std::string BuildCache::run_once(const std::string& flight, const Work& work, CacheSource* source) {
+  CacheSource from = CacheSource::built;
+  const auto count_build = [&] {
+    if (from != CacheSource::built) return;
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    ++state_->stats.misses;
+    ++state_->stats.builds;
+  };
+  if (config_.mode == CacheMode::off) {
+    std::string payload = work(from);
+    count_build();
+    if (source != nullptr) *source = from;
+    return payload;
+  }
+  std::promise<std::string> promise;
+  {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    if (auto running = state_->in_flight.find(flight); running != state_->in_flight.end()) {
+      std::shared_future<std::string> future = running->second;
+      ++state_->stats.waits;
+      lock.unlock();
+      if (source != nullptr) *source = CacheSource::waited;
+      return future.get();  // rethrows the builder's exception
+    }
+    state_->in_flight.emplace(flight, promise.get_future().share());
+  }
+  const auto land = [&] {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->in_flight.erase(flight);
+  };
+  try {
+    std::string payload = work(from);
+    count_build();
+    land();
+    promise.set_value(payload);
+    if (source != nullptr) *source = from;
+    return payload;
+  } catch (...) {
+    land();
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+std::string BuildCache::get_or_build(const CacheKey& key, const std::function<std::string()>& build,
+                                     CacheSource* source) {
+  if (auto hit = find(key, source)) return *hit;
+  return run_once(key.digest(), [&](CacheSource& from) {
+    // Another caller may have stored it between find() and this flight.
+    if (auto hit = find(key, &from)) return *hit;
+    from = CacheSource::built;
+    std::string payload = build();
+    put(key, payload);
+    return payload;
+  }, source);
+}
+
+void BuildCache::note_not_stored(std::string why) {
+  warn(std::move(why));
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  ++state_->stats.not_stored;
+}
+
+CacheStats BuildCache::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->stats;
+}
+
+std::vector<std::string> BuildCache::warnings() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->warnings;
+}
+
+std::uint64_t BuildCache::disk_bytes() const { return state_->disk ? state_->disk->total_bytes() : 0; }
+
+std::size_t BuildCache::clear() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->memory.clear();
+  state_->lru.clear();
+  state_->stats.memory_bytes = 0;
+  state_->stats.memory_entries = 0;
+  return state_->disk ? state_->disk->clear() : 0;
+}
+
+}  // namespace cujit

@@ -1,0 +1,191 @@
+#include "cujit/module.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "cujit/error.hpp"
+#include "driver/driver_api.hpp"
+#include "support/handle_counts.hpp"
+
+namespace cujit {
+namespace {
+
+constexpr std::size_t log_capacity = 1 << 14;
+
+std::string text(const std::string& buffer) {
+  return std::string(buffer.c_str(), strnlen(buffer.c_str(), buffer.size()));
+}
+
+std::vector<ParamInfo> read_params(CUfunction function) {
+  std::vector<ParamInfo> params;
+  for (std::size_t index = 0;; ++index) {
+    std::size_t offset = 0, size = 0;
+    // An index past the last parameter answers CUDA_ERROR_INVALID_VALUE.
+    if (detail::driver().cuFuncGetParamInfo(function, index, &offset, &size) != CUDA_SUCCESS) {
+      break;
+    }
+    params.push_back(ParamInfo{offset, size});
+  }
+  return params;
+}
+
+std::string kernel_names(CUlibrary library) {
+  const auto& api = detail::driver();
+  unsigned count = 0;
+  if (api.cuLibraryGetKernelCount(&count, library) != CUDA_SUCCESS || count == 0) return "none";
+  std::vector<CUkernel> kernels(count);
+  if (api.cuLibraryEnumerateKernels(kernels.data(), count, library) != CUDA_SUCCESS) {
+    return "unknown";
+  }
+  std::string names;
+  for (CUkernel kernel : kernels) {
+    const char* name = nullptr;
+    if (api.cuKernelGetName(&name, kernel) == CUDA_SUCCESS && name != nullptr) {
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+  }
+  return names;
+}
+
+bool loadable(Format format) {
+  return format == Format::cubin || format == Format::fatbin || format == Format::ptx;
+}
+
+}  // namespace
+
+std::shared_ptr<Module> Module::load(LinkableCode code) {
+  if (!loadable(code.format())) {
+    throw Error(ErrorKind::usage, "Module::load",
+                "'" + code.name() + "' is " + std::string(to_string(code.format())) +
+                    "; a module loads a cubin, a fatbin or PTX (link other formats first)");
+  }
+  const auto& api = detail::driver();
+  detail::ensure_context();
+  std::string info(log_capacity, '\0'), error(log_capacity, '\0');
+  CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {info.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity}),
+                    error.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity})};
+  // The module keeps the code for as long as the library lives, so the driver need not
+  // copy it. PTX must end with its NUL, which LinkableCode's bytes do not hold.
+  const bool text_image = code.format() == Format::ptx;
+  Bytes nul_terminated;
+  if (text_image) nul_terminated = code.bytes() + '\0';
+  CUlibraryOption library_options[] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+  void* library_values[] = {reinterpret_cast<void*>(std::uintptr_t{1})};
+  CUlibrary library = nullptr;
+  const CUresult result = api.cuLibraryLoadData(
+      &library, text_image ? nul_terminated.data() : code.bytes().data(), options, values, 4,
+      text_image ? nullptr : library_options, text_image ? nullptr : library_values,
+      text_image ? 0 : 1);
+  if (result != CUDA_SUCCESS) {
+    throw CudaError("cuLibraryLoadData", result,
+                    "loading '" + code.name() + "' (" + std::string(to_string(code.format())) +
+                        ", " + std::to_string(code.bytes().size()) +
+                        " bytes) failed: " + detail::describe(result),
+                    text(error) + text(info));
+  }
+  // Owned before anything else can throw.
+  std::shared_ptr<Module> owner(new Module(library, std::move(code)));
+  detail::handle_created(detail::HandleKind::module);
+  return owner;
+}
+
+std::shared_ptr<Module> Module::shared(const LinkableCode& code, const std::string& identity) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<Module>> loaded;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto found = loaded.find(identity); found != loaded.end()) {
+      if (auto module = found->second.lock()) return module;
+    }
+  }
+  std::shared_ptr<Module> module = load(code);
+  std::lock_guard<std::mutex> lock(mutex);
+  std::erase_if(loaded, [](const auto& entry) { return entry.second.expired(); });
+  auto [slot, inserted] = loaded.try_emplace(identity, module);
+  if (auto existing = slot->second.lock(); !inserted && existing) return existing;
+  slot->second = module;
+  return module;
+}
+
+Module::~Module() {
+  if (const auto* api = detail::try_driver(); api != nullptr && handle_ != nullptr) {
+    api->cuLibraryUnload(static_cast<CUlibrary>(handle_));
+    detail::handle_released(detail::HandleKind::module);
+  }
+}
+
+Kernel Module::kernel(const std::string& kernel_name) const {
+  const auto& api = detail::driver();
+  CUkernel kernel = nullptr;
+  const CUresult result =
+      api.cuLibraryGetKernel(&kernel, static_cast<CUlibrary>(handle_), kernel_name.c_str());
+  if (result != CUDA_SUCCESS) {
+    throw CudaError("cuLibraryGetKernel", result,
+                    "no kernel '" + kernel_name + "' in module '" + name() +
+                        "' (kernels there: " + kernel_names(static_cast<CUlibrary>(handle_)) +
+                        "): " + detail::describe(result));
+  }
+  // The function of this kernel in the calling thread's context (loaded there on first use).
+  detail::ensure_context();
+  CUfunction function = nullptr;
+  detail::check(api.cuKernelGetFunction(&function, kernel), "cuKernelGetFunction",
+                "loading kernel '" + kernel_name + "' of module '" + name() + "' into the context");
+  return Kernel(shared_from_this(), function, kernel_name, read_params(function));
+}
+
+Kernel Module::kernel_for_expression(const std::string& name_expression) const {
+  const auto found = code_.lowered_names().find(name_expression);
+  if (found == code_.lowered_names().end()) {
+    throw Error(ErrorKind::usage, "Module::kernel_for_expression",
+                "module '" + name() + "' has no lowered name for '" + name_expression +
+                    "' (add it to CompileOptions::name_expressions)");
+  }
+  return kernel(found->second);
+}
+
+std::optional<GlobalSymbol> Module::global(const std::string& symbol) const {
+  detail::ensure_context();
+  CUdeviceptr ptr = 0;
+  std::size_t size = 0;
+  const CUresult result = detail::driver().cuLibraryGetGlobal(
+      &ptr, &size, static_cast<CUlibrary>(handle_), symbol.c_str());
+  if (result == CUDA_ERROR_NOT_FOUND) return std::nullopt;
+  detail::check(result, "cuLibraryGetGlobal",
+                "looking up '" + symbol + "' in module '" + name() + "'");
+  return GlobalSymbol{ptr, size};
+}
+
+void Kernel::check_args(std::span<const KernelArg> args) const {
+  if (args.size() != params_.size()) {
+    throw Error(ErrorKind::usage, "Kernel::launch",
+                "kernel '" + name_ + "' takes " + std::to_string(params_.size()) +
+                    " parameter(s) but " + std::to_string(args.size()) + " argument(s) were given");
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i].size != params_[i].size) {
+      throw Error(ErrorKind::usage, "Kernel::launch",
+                  "kernel '" + name_ + "' parameter " + std::to_string(i) + " is " +
+                      std::to_string(params_[i].size) + " bytes but the argument is " +
+                      std::to_string(args[i].size) + " bytes");
+    }
+  }
+}
+
+void Kernel::launch(const LaunchConfig& config, std::span<const KernelArg> args) const {
+  check_args(args);
+  std::vector<void*> pointers;
+  pointers.reserve(args.size());
+  for (const KernelArg& argument : args) pointers.push_back(const_cast<void*>(argument.value));
+  detail::ensure_context();
+  const CUresult result = detail::driver().cuLaunchKernel(
+      static_cast<CUfunction>(function_), config.grid.x, config.grid.y, config.grid.z,
+      config.block.x, config.block.y, config.block.z, config.shared_bytes,
+      static_cast<CUstream>(config.stream), pointers.data(), nullptr);
+  detail::check(result, "cuLaunchKernel", "launching kernel '" + name_ + "'");
+}
+
+}  // namespace cujit

@@ -1,0 +1,375 @@
+#include "cujit/linker.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "cujit/compile_cache.hpp"
+#include "cujit/error.hpp"
+#include "driver/driver_api.hpp"
+#include "link/defined_symbols.hpp"
+#include "link/link_session.hpp"
+#include "support/library_identity.hpp"
+#include "support/record.hpp"
+
+namespace cujit {
+namespace {
+
+// An input as messages name it; an unnamed in-memory input is described by what it is,
+// so an error still identifies it.
+std::string describe_input(const LinkableCode& code) {
+  if (code.name().empty()) {
+    return "unnamed " + std::string(to_string(code.format())) + " input (" +
+           std::to_string(code.bytes().size()) + " bytes, sha256 " +
+           sha256_hex(code.bytes()).substr(0, 12) + ")";
+  }
+  return "'" + code.name() + "' (" + std::string(to_string(code.format())) + ")";
+}
+
+std::string describe_inputs(const std::vector<const LinkableCode*>& inputs) {
+  std::string out;
+  for (const LinkableCode* code : inputs) {
+    if (!out.empty()) out += ", ";
+    out += describe_input(*code);
+  }
+  return out.empty() ? std::string("no inputs") : out;
+}
+
+// Symbols named by a log line matching `pattern` (first capture group), each once.
+std::vector<std::string> symbols_matching(const std::string& log, const std::regex& pattern) {
+  std::set<std::string> found;
+  for (std::sregex_iterator it(log.begin(), log.end(), pattern), end; it != end; ++it) {
+    found.insert((*it)[1].str());
+  }
+  return {found.begin(), found.end()};
+}
+
+std::vector<std::string> unresolved_symbols(const std::string& log) {
+  // nvJitLink: "Undefined reference to 'f' in 'x.ptx'"; ptxas (LTO, driver):
+  // "Unresolved extern function 'f'".
+  static const std::regex pattern(
+      R"((?:Undefined reference to|Unresolved extern (?:function|variable)) '([^']+)')");
+  return symbols_matching(log, pattern);
+}
+
+std::vector<std::string> duplicate_symbols(const std::string& log) {
+  static const std::regex pattern(
+      R"((?:Multiple definition of|Linking globals named) '([^']+)')");
+  return symbols_matching(log, pattern);
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+[[noreturn]] void throw_link_error(const detail::LinkSession& session,
+                                   const detail::StepStatus& step, const std::string& what,
+                                   const std::string& error_log, const std::string& info_log) {
+  std::vector<std::string> unresolved = unresolved_symbols(error_log);
+  std::vector<std::string> duplicates = duplicate_symbols(error_log);
+  std::string message = what + " failed: " + step.status;
+  if (step.input_too_new) {
+    message += "; the input was made by a newer toolkit than this nvJitLink (" + nvjitlink_version() +
+               ") can read";
+  }
+  if (!unresolved.empty()) message += "; unresolved symbol(s): " + join(unresolved);
+  if (!duplicates.empty()) message += "; symbol(s) defined more than once: " + join(duplicates);
+  std::string log = error_log;
+  if (!info_log.empty()) log += (log.empty() ? "" : "\n") + std::string("info log:\n") + info_log;
+  throw LinkError(session.backend_name() + " (" + step.api_call + ")", std::move(message),
+                  std::move(log), std::move(unresolved), std::move(duplicates));
+}
+
+// The same symbol defined by two inputs, found before any backend sees them where the
+// inputs can be read (PTX, cubin). Both backends then fail the same way, and nvJitLink 13.0
+// never reaches its multiple-definition path, which crashes the process once an LTO link
+// has run in it.
+void check_duplicate_definitions(const std::vector<const LinkableCode*>& inputs, const std::string& what) {
+  std::map<std::string, const LinkableCode*> first;
+  std::vector<std::string> duplicates;
+  std::string detail;
+  for (const LinkableCode* code : inputs) {
+    const auto names = detail::defined_symbols(*code);
+    if (!names) continue;
+    for (const std::string& name : *names) {
+      const auto [at, inserted] = first.emplace(name, code);
+      if (inserted) continue;
+      duplicates.push_back(name);
+      detail += (detail.empty() ? "" : "; ") + std::string("'") + name + "' in " + describe_input(*code) +
+                " and " + describe_input(*at->second);
+    }
+  }
+  if (duplicates.empty()) return;
+  throw LinkError("Linker (definitions check, before the backend)",
+                  what + " failed: symbol(s) defined more than once: " + detail, {}, {},
+                  std::move(duplicates));
+}
+
+std::unique_ptr<detail::LinkSession> open_session(LinkerBackend backend,
+                                                  const LinkOptions& options, bool lto) {
+  if (backend == LinkerBackend::driver) return detail::open_driver_session(options.arch);
+  return detail::open_nvjitlink_session(options.arch, lto, options.nvjitlink_options);
+}
+
+}  // namespace
+
+std::string_view to_string(LinkerBackend backend) noexcept {
+  return backend == LinkerBackend::driver ? "driver" : "nvjitlink";
+}
+
+std::optional<LinkerBackend> parse_linker_backend(std::string_view name) noexcept {
+  if (name == "nvjitlink") return LinkerBackend::nvjitlink;
+  if (name == "driver") return LinkerBackend::driver;
+  return std::nullopt;
+}
+
+LinkerBackend choose_backend(std::optional<LinkerBackend> requested,
+                             std::string_view environment_value) {
+  if (requested) return *requested;
+  if (environment_value.empty()) return LinkerBackend::nvjitlink;
+  if (const auto parsed = parse_linker_backend(environment_value)) return *parsed;
+  throw Error(ErrorKind::usage, "choose_backend",
+              "CUJIT_LINKER='" + std::string(environment_value) +
+                  "' is not a linker backend; expected 'nvjitlink' or 'driver'");
+}
+
+bool backend_accepts(LinkerBackend backend, Format format) noexcept {
+  if (format == Format::cu) return true;
+  return backend == LinkerBackend::driver ? traits(format).driver_input >= 0
+                                          : traits(format).nvjitlink_input >= 0;
+}
+
+CompileTarget cu_compile_target(LinkerBackend backend, bool lto) noexcept {
+  return lto && backend_accepts(backend, Format::ltoir) ? CompileTarget::ltoir
+                                                        : CompileTarget::ptx;
+}
+
+namespace {
+const char* environment_backend() {
+  const char* value = std::getenv("CUJIT_LINKER");
+  return value != nullptr ? value : "";
+}
+}  // namespace
+
+Linker::Linker(LinkOptions options, BuildCache& cache)
+    : options_(std::move(options)),
+      backend_(choose_backend(options_.backend, environment_backend())),
+      cache_(&cache) {}
+
+Linker::~Linker() = default;
+Linker::Linker(Linker&&) noexcept = default;
+Linker& Linker::operator=(Linker&&) noexcept = default;
+
+// Code built for one architecture refused for another, the same way on both backends: the
+// driver linker alone would accept sm_90a PTX for sm_90, and nvJitLink says only "bad
+// input" for a cubin of another architecture.
+void Linker::check_target_arch(const LinkableCode& code, const std::string& component) const {
+  const Arch& target = options_.arch;
+  if (code.format() == Format::cubin) {
+    const auto sm = cubin_sm_number(code.bytes());
+    if (!sm || sass_runs_on(Arch(*sm / 10, *sm % 10), target)) return;
+    throw Error(ErrorKind::link, component,
+                describe_input(code) + " holds SASS for sm_" + std::to_string(*sm) +
+                    ", which cannot run on " + target.sm() +
+                    "; rebuild it for that architecture or link PTX / LTO-IR instead");
+  }
+  if (code.format() == Format::ptx) {
+    const auto declared = ptx_target(code.bytes());
+    if (!declared) return;
+    Arch ptx_arch;
+    try {
+      ptx_arch = Arch::parse(*declared);
+    } catch (const Error&) {
+      return;  // an unusual .target is left to the backend to judge
+    }
+    if (ptx_compiles_for(ptx_arch, target)) return;
+    throw Error(ErrorKind::link, component,
+                describe_input(code) + ": PTX with .target '" + *declared +
+                    "' cannot be compiled for architecture '" + target.sm() + "'");
+  }
+}
+
+LinkableCode compile_for_link(LinkableCode code, const LinkOptions& options,
+                              LinkerBackend backend, BuildCache& cache) {
+  if (code.format() != Format::cu) return code;
+  CompileOptions compile = options.compile;
+  compile.arch = options.arch;
+  compile.target = cu_compile_target(backend, options.lto);
+  const bool nrt = code.nrt();
+  LinkableCode compiled =
+      compile_cached(Program(code.bytes(), code.name()), compile, cache).result.code;
+  return std::move(compiled).set_nrt(nrt);
+}
+
+Linker& Linker::add(LinkableCode code) {
+  code = compile_for_link(std::move(code), options_, backend_, *cache_);
+  const std::string component = "Linker::add (" + std::string(to_string(backend_)) + ")";
+  if (backend_ == LinkerBackend::driver && carries_ltoir(code.format(), code.bytes()) &&
+      (code.format() == Format::ltoir || needs_lto(code.format(), code.bytes()))) {
+    throw Error(ErrorKind::unsupported, component,
+                describe_input(code) +
+                    " holds only LTO-IR, which the driver linker (cuLink*) does not take; "
+                    "link it with the nvjitlink backend and lto = true");
+  }
+  if (backend_ == LinkerBackend::nvjitlink && !options_.lto &&
+      needs_lto(code.format(), code.bytes())) {
+    throw Error(ErrorKind::unsupported, component,
+                describe_input(code) +
+                    " holds only LTO-IR, which links only with LTO: set LinkOptions::lto = true");
+  }
+  check_target_arch(code, component);
+  inputs_.push_back(std::move(code));
+  return *this;
+}
+
+Linker& Linker::add_data(Format format, Bytes bytes, std::string name) {
+  return add(LinkableCode::from_bytes(format, std::move(bytes), std::move(name)));
+}
+
+Linker& Linker::add_file(const std::filesystem::path& path) {
+  return add(LinkableCode::from_path(path));
+}
+
+namespace {
+
+// Identical inputs (same format and bytes) are linked once: a second copy would only
+// produce duplicate-definition errors.
+std::vector<const LinkableCode*> distinct_inputs(const std::vector<LinkableCode>& inputs,
+                                                 std::vector<std::string>* dropped) {
+  std::vector<const LinkableCode*> unique;
+  for (const LinkableCode& code : inputs) {
+    const bool seen = std::any_of(unique.begin(), unique.end(), [&](const LinkableCode* kept) {
+      return kept->format() == code.format() && kept->bytes() == code.bytes();
+    });
+    if (!seen) {
+      unique.push_back(&code);
+    } else if (dropped != nullptr) {
+      dropped->push_back(code.name());
+    }
+  }
+  return unique;
+}
+
+std::map<std::string, std::string> lowered_names_of(const std::vector<const LinkableCode*>& inputs) {
+  std::map<std::string, std::string> names;
+  for (const LinkableCode* code : inputs) names.insert(code->lowered_names().begin(), code->lowered_names().end());
+  return names;
+}
+
+std::string encode_link(const LinkResult& result) {
+  detail::Record record{{"cubin", result.code.bytes()}, {"name", result.code.name()},
+                        {"info_log", result.info_log},
+                        {"dropped", std::to_string(result.dropped_duplicates.size())}};
+  for (std::size_t i = 0; i < result.dropped_duplicates.size(); ++i) {
+    record["dropped." + std::to_string(i)] = result.dropped_duplicates[i];
+  }
+  for (const auto& [expression, lowered] : result.code.lowered_names()) record["lowered:" + expression] = lowered;
+  return detail::encode_record(record);
+}
+
+std::optional<LinkResult> decode_link(std::string_view payload, LinkerBackend backend) {
+  auto record = detail::decode_record(payload);
+  if (!record || record->count("cubin") == 0 || record->count("name") == 0 ||
+      record->count("dropped") == 0) {
+    return std::nullopt;
+  }
+  std::map<std::string, std::string> lowered;
+  std::vector<std::string> dropped;
+  for (const auto& [field, value] : *record) {
+    if (field.rfind("lowered:", 0) == 0) lowered.emplace(field.substr(8), value);
+    if (field.rfind("dropped.", 0) == 0) dropped.push_back(value);
+  }
+  if (std::to_string(dropped.size()) != record->at("dropped")) return std::nullopt;
+  try {
+    LinkableCode code = LinkableCode::cubin(std::move(record->at("cubin")), record->at("name"));
+    return LinkResult{std::move(code).set_lowered_names(std::move(lowered)),
+                      record->count("info_log") ? record->at("info_log") : std::string{}, backend,
+                      std::move(dropped)};
+  } catch (const Error&) {
+    return std::nullopt;  // not a cubin: a miss
+  }
+}
+
+}  // namespace
+
+CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& options,
+                  LinkerBackend backend) {
+  const std::vector<const LinkableCode*> unique = distinct_inputs(inputs, nullptr);
+  CacheKey key("link");
+  key.add("backend", to_string(backend));
+  key.add("linker", backend == LinkerBackend::driver ? detail::driver_identity() : nvjitlink_identity());
+  key.add("arch", options.arch.sm());
+  key.add("lto", options.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {
+                   return carries_ltoir(c->format(), c->bytes());
+                 }) ? 1 : 0);
+  key.add_list("nvjitlink-options", backend == LinkerBackend::nvjitlink ? options.nvjitlink_options
+                                                                        : std::vector<std::string>{});
+  for (const LinkableCode* code : unique) {
+    key.add_list("input", {std::string(to_string(code->format())), code->name(), sha256_hex(code->bytes())});
+  }
+  return key;
+}
+
+LinkResult Linker::link() const {
+  std::vector<std::string> dropped;
+  const std::vector<const LinkableCode*> unique = distinct_inputs(inputs_, &dropped);
+  const std::string what = "linking " + describe_inputs(unique) + " for " + options_.arch.sm();
+  if (unique.empty()) {
+    throw Error(ErrorKind::usage, "Linker::link", what + ": nothing was added");
+  }
+  check_duplicate_definitions(unique, what);
+  // nvJitLink fails an LTO link that has no LTO-IR (NO_MODULE_IN_PROGRAM): LTO is asked
+  // for only when there is IR to optimise.
+  const bool lto = options_.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {
+                     return carries_ltoir(c->format(), c->bytes());
+                   });
+  auto session = open_session(backend_, options_, lto);
+  for (const LinkableCode* code : unique) {
+    const detail::StepStatus step = session->add(*code);
+    // Logs first, status second: the log is wanted whatever the status.
+    const std::string error_log = session->error_log();
+    if (!step.ok) {
+      throw_link_error(*session, step, "adding " + describe_input(*code) + " for " +
+                                           options_.arch.sm(),
+                       error_log, session->info_log());
+    }
+  }
+  detail::StepStatus step = session->complete();
+  const std::string error_log = session->error_log();
+  const std::string info_log = session->info_log();
+  if (!step.ok) throw_link_error(*session, step, what, error_log, info_log);
+  Bytes image;
+  step = session->cubin(image);
+  if (!step.ok) throw_link_error(*session, step, what + " (reading the linked cubin)", error_log, info_log);
+  const std::string& first = unique.front()->name();
+  const std::string stem = first.substr(0, first.rfind('.') == std::string::npos ? first.size() : first.rfind('.'));
+  LinkableCode code = LinkableCode::cubin(std::move(image), (stem.empty() ? "linked" : stem) + ".linked.cubin");
+  return LinkResult{std::move(code).set_lowered_names(lowered_names_of(unique)), info_log, backend_,
+                    std::move(dropped)};
+}
+
+CachedLink Linker::link_cached() const {
+  const CacheKey key = link_key(inputs_, options_, backend_);
+  CacheSource source = CacheSource::built;
+  std::string payload = cache_->get_or_build(key, [&] { return encode_link(link()); }, &source);
+  auto result = decode_link(payload, backend_);
+  if (!result) {
+    // A payload that does not decode cannot come from an intact entry: link afresh.
+    return CachedLink{link(), CacheSource::built, key.digest()};
+  }
+  return CachedLink{std::move(*result), source, key.digest()};
+}
+
+const std::string& nvjitlink_identity() {
+  static const std::string identity =
+      "nvjitlink " + nvjitlink_version() + ": " + detail::nvjitlink_library_identity();
+  return identity;
+}
+
+std::string nvjitlink_version() { return detail::nvjitlink_version_string(); }
+
+}  // namespace cujit

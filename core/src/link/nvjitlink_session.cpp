@@ -1,0 +1,157 @@
+// The nvJitLink backend of the Linker.
+#include <nvJitLink.h>
+
+#include <deque>
+
+#include "support/handle_counts.hpp"
+#include "cujit/error.hpp"
+#include "link/link_session.hpp"
+#include "support/library_identity.hpp"
+#include "support/stderr_capture.hpp"
+
+namespace cujit::detail {
+namespace {
+
+std::string result_name(nvJitLinkResult result) {
+  switch (result) {
+    case NVJITLINK_SUCCESS: return "NVJITLINK_SUCCESS";
+    case NVJITLINK_ERROR_UNRECOGNIZED_OPTION: return "NVJITLINK_ERROR_UNRECOGNIZED_OPTION";
+    case NVJITLINK_ERROR_MISSING_ARCH: return "NVJITLINK_ERROR_MISSING_ARCH";
+    case NVJITLINK_ERROR_INVALID_INPUT: return "NVJITLINK_ERROR_INVALID_INPUT";
+    case NVJITLINK_ERROR_PTX_COMPILE: return "NVJITLINK_ERROR_PTX_COMPILE";
+    case NVJITLINK_ERROR_NVVM_COMPILE: return "NVJITLINK_ERROR_NVVM_COMPILE";
+    case NVJITLINK_ERROR_INTERNAL: return "NVJITLINK_ERROR_INTERNAL";
+    case NVJITLINK_ERROR_THREADPOOL: return "NVJITLINK_ERROR_THREADPOOL";
+    case NVJITLINK_ERROR_UNRECOGNIZED_INPUT: return "NVJITLINK_ERROR_UNRECOGNIZED_INPUT";
+    case NVJITLINK_ERROR_FINALIZE: return "NVJITLINK_ERROR_FINALIZE";
+    case NVJITLINK_ERROR_NULL_INPUT: return "NVJITLINK_ERROR_NULL_INPUT";
+    case NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS: return "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS";
+    case NVJITLINK_ERROR_INCORRECT_INPUT_TYPE: return "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE";
+    case NVJITLINK_ERROR_ARCH_MISMATCH: return "NVJITLINK_ERROR_ARCH_MISMATCH";
+    case NVJITLINK_ERROR_OUTDATED_LIBRARY: return "NVJITLINK_ERROR_OUTDATED_LIBRARY";
+    case NVJITLINK_ERROR_MISSING_FATBIN: return "NVJITLINK_ERROR_MISSING_FATBIN";
+    default: return "nvJitLinkResult " + std::to_string(static_cast<int>(result));
+  }
+}
+
+class NvJitLinkSession final : public LinkSession {
+ public:
+  NvJitLinkSession(const Arch& arch, bool lto, const std::vector<std::string>& extra) {
+    std::vector<std::string> options{"-arch=" + arch.sm()};
+    if (lto) options.emplace_back("-lto");
+    options.insert(options.end(), extra.begin(), extra.end());
+    std::vector<const char*> pointers;
+    for (const std::string& option : options) pointers.push_back(option.c_str());
+    const nvJitLinkResult result =
+        nvJitLinkCreate(&handle_, static_cast<std::uint32_t>(pointers.size()), pointers.data());
+    if (result != NVJITLINK_SUCCESS) {
+      handle_ = nullptr;
+      std::string joined;
+      for (const std::string& option : options) joined += " " + option;
+      throw Error(ErrorKind::link, "nvJitLink (nvJitLinkCreate)",
+                  "creating a link for" + joined + " failed: " + result_name(result));
+    }
+    handle_created(HandleKind::link_session);
+  }
+  ~NvJitLinkSession() override {
+    if (handle_ != nullptr) {
+      nvJitLinkDestroy(&handle_);
+      handle_released(HandleKind::link_session);
+    }
+  }
+  NvJitLinkSession(const NvJitLinkSession&) = delete;
+  NvJitLinkSession& operator=(const NvJitLinkSession&) = delete;
+
+  StepStatus add(const LinkableCode& code) override {
+    const auto type = static_cast<nvJitLinkInputType>(traits(code.format()).nvjitlink_input);
+    // nvJitLink keeps the name pointer and reads it again when it writes the log at
+    // completion: the session owns every name for as long as the link lives.
+    names_.push_back(code.name().empty() ? "unnamed " + std::string(to_string(code.format())) : code.name());
+    const char* name = names_.back().c_str();
+    return captured("nvJitLinkAddData", [&] {
+      return nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(), name);
+    });
+  }
+
+  StepStatus complete() override {
+    return captured("nvJitLinkComplete", [&] { return nvJitLinkComplete(handle_); });
+  }
+
+  std::string info_log() const override {
+    return read_log(nvJitLinkGetInfoLogSize, nvJitLinkGetInfoLog);
+  }
+  std::string error_log() const override {
+    return read_log(nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog) + stderr_messages_;
+  }
+
+  StepStatus cubin(Bytes& image) const override {
+    std::size_t size = 0;
+    nvJitLinkResult result = nvJitLinkGetLinkedCubinSize(handle_, &size);
+    if (result != NVJITLINK_SUCCESS) return {false, "nvJitLinkGetLinkedCubinSize", result_name(result)};
+    if (size == 0) return {false, "nvJitLinkGetLinkedCubinSize", "an empty cubin"};
+    image.assign(size, '\0');
+    result = nvJitLinkGetLinkedCubin(handle_, image.data());
+    if (result != NVJITLINK_SUCCESS) return {false, "nvJitLinkGetLinkedCubin", result_name(result)};
+    return {};
+  }
+
+  std::string backend_name() const override { return "nvJitLink"; }
+
+ private:
+  // nvJitLink 13.0 reports some errors (multiple definitions, found while adding a cubin
+  // or at completion) only as "@E@" lines on stderr, with NVJITLINK_SUCCESS. Each call runs
+  // under a stderr capture and such lines make the step fail.
+  template <class Call>
+  StepStatus captured(const char* name, Call call) {
+    StderrCapture capture;
+    const nvJitLinkResult result = call();
+    const std::string messages = capture.finish();
+    stderr_messages_ += messages;
+    StepStatus step{result == NVJITLINK_SUCCESS, name, result_name(result),
+                    result == NVJITLINK_ERROR_OUTDATED_LIBRARY};
+    const bool reported_error =
+        messages.rfind("error", 0) == 0 || messages.find("\nerror") != std::string::npos;
+    if (step.ok && reported_error) {
+      step.ok = false;
+      step.status = "errors reported only on stderr";
+    }
+    return step;
+  }
+
+  template <class SizeFn, class GetFn>
+  std::string read_log(SizeFn size_fn, GetFn get_fn) const {
+    std::size_t size = 0;
+    if (size_fn(handle_, &size) != NVJITLINK_SUCCESS || size <= 1) return {};
+    std::string log(size, '\0');
+    if (get_fn(handle_, log.data()) != NVJITLINK_SUCCESS) return {};
+    log.resize(size - 1);
+    return log;
+  }
+
+  nvJitLinkHandle handle_ = nullptr;
+  std::deque<std::string> names_;  // stable addresses: see add()
+  std::string stderr_messages_;
+};
+
+}  // namespace
+
+std::unique_ptr<LinkSession> open_nvjitlink_session(const Arch& arch, bool lto,
+                                                    const std::vector<std::string>& extra) {
+  return std::make_unique<NvJitLinkSession>(arch, lto, extra);
+}
+
+std::string nvjitlink_library_identity() {
+  // nvJitLinkCreate is an inline wrapper in the header: take a symbol the library exports.
+  return library_identity(reinterpret_cast<const void*>(&nvJitLinkVersion));
+}
+
+std::string nvjitlink_version_string() {
+  static const std::string version = [] {
+    unsigned major = 0, minor = 0;
+    if (nvJitLinkVersion(&major, &minor) != NVJITLINK_SUCCESS) return std::string("unknown");
+    return std::to_string(major) + "." + std::to_string(minor);
+  }();
+  return version;
+}
+
+}  // namespace cujit::detail

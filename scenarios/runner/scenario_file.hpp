@@ -1,0 +1,145 @@
+#pragma once
+// Scenario files: a reported bug as data (docs/scenario-format.md). load_scenario() reads a
+// file once, checks every field, and returns a typed Scenario; nothing after it reads
+// JSON. Nothing is compiled or linked here: input files named by "path" or "fixture" are
+// read when the scenario runs (scenario_run.hpp).
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cujit/abi.hpp"
+#include "cujit/error.hpp"
+#include "cujit/format.hpp"
+#include "cujit/linker.hpp"
+#include "cujit/module.hpp"
+#include "cujit/signature.hpp"
+
+namespace cujit::scenarios {
+
+// Error(usage) from component "scenario file", naming the file: every defect of a file,
+// found when it is loaded or, for the input files it names, when it runs.
+[[noreturn]] void fail_scenario_file(const std::filesystem::path& file, const std::string& what);
+
+enum class Builder {
+  linker,  // a Linker over the inputs
+  kernel,  // a KernelBuilder: "source" inputs are the kernel's code, the others link items
+  module,  // Module::load of the first input, no link
+};
+enum class BackendChoice { nvjitlink, driver, both };
+
+struct StepOptions {
+  // "device" (the device's own) or a name Arch::parse reads; resolved when the step runs,
+  // so that an arch the toolkit rejects is that step's outcome.
+  std::string arch = "sm_90";
+  bool lto = false;
+  bool debug = false;     // -G for NVRTC, -g for nvJitLink
+  bool lineinfo = false;
+  std::optional<bool> nrt;         // the per-kernel override
+  std::optional<bool> nrt_global;  // the global switch for this step; unset: unchanged
+};
+
+// An error to match: either field empty matches anything.
+struct ErrorMatch {
+  std::optional<ErrorKind> kind;
+  std::string message;  // a substring of what()
+};
+
+struct Expectation {
+  bool success = true;
+  ErrorMatch error;             // when !success
+  std::optional<int> cubin_sm;  // when success: the cubin's architecture
+};
+
+struct Step {
+  StepOptions options;
+  Expectation expect;
+};
+
+// Where an input's bytes come from.
+struct InputFile {
+  std::filesystem::path path;  // resolved against the scenario file's directory
+};
+struct InputFixture {
+  std::string name;  // a fixture the build made, in the run's fixture directory
+};
+struct InputInline {
+  std::string text;
+};
+struct InputAbi {  // a device function compiled by cujit::abi for the step's arch
+  std::string name;
+  Signature signature;
+  std::vector<std::string> params;
+  std::string body;
+  abi::Abi abi = abi::Abi::c;
+  std::optional<std::string> abi_name;
+  CompileTarget output = CompileTarget::ltoir;
+};
+
+struct Patch {
+  std::size_t offset = 0;
+  std::string bytes;  // decoded from the file's hex
+};
+
+enum class Origin {
+  file,   // Linker::add_file / LinkableCode::from_path
+  bytes,  // the bytes read here, added as data
+};
+
+struct Input {
+  std::variant<InputFile, InputFixture, InputInline, InputAbi> source;
+  std::optional<Format> format;     // required when the input is added as bytes
+  std::optional<std::string> name;  // unset: the file name, or none
+  Origin origin = Origin::file;
+  std::vector<Patch> patches;       // non-empty implies Origin::bytes
+  bool nrt = false;
+  bool kernel_source = false;       // "role": "source"
+};
+
+struct OutputArg {  // a poisoned output buffer, read back after the launch
+  Type type;
+  std::size_t count = 1;
+};
+struct ScalarArg {
+  Type type;
+  ArgValue value;  // converted when loaded
+};
+using LaunchArg = std::variant<OutputArg, ScalarArg>;
+
+struct ExpectedValue {
+  double value = 0;
+  std::string text;  // as the file wrote it, for messages
+};
+
+struct Launch {
+  std::string kernel;
+  Dim3 grid, block;
+  std::vector<LaunchArg> args;
+  std::vector<ExpectedValue> expect;  // the last output buffer's values
+};
+
+struct Scenario {
+  std::filesystem::path file;
+  std::string name;
+  std::string reported;         // what was reported upstream
+  std::string cujit_behaviour;  // what cujit does
+  Builder builder = Builder::linker;
+  BackendChoice backend = BackendChoice::nvjitlink;
+  std::vector<Input> inputs;                // non-empty
+  std::vector<Step> steps;                  // non-empty; one when the file has no "steps"
+  std::optional<Launch> launch;
+  std::optional<ErrorMatch> reported_failure;
+
+  // A launch, a module load, or the driver backend.
+  bool needs_device() const noexcept;
+  // The backends every step runs through, in order.
+  std::vector<LinkerBackend> backends() const;
+};
+
+// Reads and checks the whole file; throws Error(usage) naming the file and the field.
+Scenario load_scenario(const std::filesystem::path& path);
+
+}  // namespace cujit::scenarios

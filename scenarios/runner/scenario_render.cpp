@@ -1,0 +1,76 @@
+#include "runner/scenario_render.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+namespace cujit::scenarios {
+namespace {
+
+const char* on_off(bool on) { return on ? "on" : "off"; }
+
+}  // namespace
+
+std::string describe(const StepOptions& options) {
+  return "arch=" + options.arch + " lto=" + on_off(options.lto) + " debug=" + on_off(options.debug) +
+         " lineinfo=" + on_off(options.lineinfo) + " nrt=" + (options.nrt ? on_off(*options.nrt) : "default") +
+         " nrt_global=" + (options.nrt_global ? on_off(*options.nrt_global) : "unchanged");
+}
+
+std::string describe_outcome(const StepReport& step) {
+  if (!step.error) return "success";
+  return std::string(to_string(step.error->kind)) + " error: " + step.error->message;
+}
+
+std::string render_text(const ScenarioReport& report) {
+  std::ostringstream out;
+  out << "scenario: " << report.name << "\n";
+  if (!report.reported.empty()) out << "reported: " << report.reported << "\n";
+  if (!report.cujit_behaviour.empty()) out << "cujit:    " << report.cujit_behaviour << "\n";
+  out << "environment: " << report.environment << "\n";
+  out << "inputs:\n";
+  for (const InputReport& input : report.inputs) {
+    out << "  " << (input.name.empty() ? "(unnamed)" : input.name) << "  " << to_string(input.format) << "  "
+        << input.bytes << " bytes  sha256 " << input.sha256.substr(0, 16) << (input.nrt ? "  nrt" : "") << "\n";
+  }
+  int index = 1;
+  for (const StepReport& step : report.steps) {
+    out << "step " << index++ << " [" << to_string(step.backend) << "] " << describe(step.options) << "\n";
+    out << "  outcome: " << describe_outcome(step) << "\n";
+    if (!step.launch_output.empty()) {
+      out << "  output:";
+      for (const std::string& value : step.launch_output) out << " " << value;
+      out << "\n";
+    }
+    if (!step.log.empty()) {
+      std::istringstream lines(step.log);
+      std::string line;
+      out << "  log:\n";
+      while (std::getline(lines, line)) out << "    " << line << "\n";
+    }
+    out << "  verdict: " << to_string(step.verdict) << (step.why.empty() ? "" : " (" + step.why + ")") << "\n";
+  }
+  out << "verdict: " << to_string(report.verdict) << "\n";
+  return out.str();
+}
+
+std::string render_json(const ScenarioReport& report) {
+  nlohmann::json doc;
+  doc["scenario"] = report.name;
+  doc["reported"] = report.reported;
+  doc["cujit"] = report.cujit_behaviour;
+  doc["environment"] = report.environment;
+  doc["verdict"] = to_string(report.verdict);
+  for (const InputReport& input : report.inputs) {
+    doc["inputs"].push_back({{"name", input.name}, {"format", to_string(input.format)}, {"bytes", input.bytes},
+                             {"sha256", input.sha256}, {"nrt", input.nrt}});
+  }
+  for (const StepReport& step : report.steps) {
+    doc["steps"].push_back({{"backend", to_string(step.backend)}, {"options", describe(step.options)},
+                            {"outcome", describe_outcome(step)}, {"log", step.log}, {"output", step.launch_output},
+                            {"verdict", to_string(step.verdict)}, {"why", step.why}});
+  }
+  return doc.dump(2);
+}
+
+}  // namespace cujit::scenarios

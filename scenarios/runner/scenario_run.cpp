@@ -1,0 +1,356 @@
+// Runs a typed Scenario. Per backend and step: read the inputs, build with the builder
+// the scenario names, launch if it says so, and judge the outcome against the step's
+// expectation and the originally reported failure.
+#include "runner/scenario_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+
+#include "cujit/abi.hpp"
+#include "cujit/build_cache.hpp"
+#include "cujit/cache_key.hpp"
+#include "cujit/device.hpp"
+#include "cujit/kernel_builder.hpp"
+#include "cujit/linker.hpp"
+#include "cujit/module.hpp"
+#include "cujit/nrt.hpp"
+#include "cujit/program.hpp"
+
+namespace cujit::scenarios {
+
+std::string_view to_string(Verdict verdict) noexcept {
+  switch (verdict) {
+    case Verdict::as_expected: return "as expected";
+    case Verdict::reproduced: return "reproduced";
+    case Verdict::not_as_expected: return "not as expected";
+  }
+  return "unknown";
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Arch resolve_arch(const std::string& arch) { return arch == "device" ? Arch::of_device(0) : Arch::parse(arch); }
+
+// An input as one step adds it.
+struct StepInput {
+  LinkableCode code;
+  std::optional<fs::path> file;  // set: add_file rather than add_data
+  bool kernel_source = false;
+};
+
+fs::path input_path(const Input& input, const fs::path& fixture_dir) {
+  if (const auto* file = std::get_if<InputFile>(&input.source)) return file->path;
+  if (const auto* fixture = std::get_if<InputFixture>(&input.source)) return fixture_dir / fixture->name;
+  return {};
+}
+
+LinkableCode compile_abi(const InputAbi& spec, const StepOptions& options) {
+  abi::DeviceFunction fn;
+  fn.name = spec.name;
+  fn.signature = spec.signature;
+  fn.param_names = spec.params;
+  fn.body = spec.body;
+  abi::CompileOptions compile;
+  compile.abi = spec.abi;
+  compile.abi_name = spec.abi_name;
+  compile.output = spec.output;
+  compile.arch = resolve_arch(options.arch);
+  return abi::compile(fn, compile).code;
+}
+
+// The bytes of an input added as data, patched.
+std::string input_bytes(const Scenario& scenario, const Input& input, const fs::path& path) {
+  std::string bytes;
+  if (const auto* text = std::get_if<InputInline>(&input.source)) {
+    bytes = text->text;
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail_scenario_file(scenario.file, "input '" + path.string() + "' cannot be read");
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  for (const Patch& patch : input.patches) {
+    if (patch.offset + patch.bytes.size() > bytes.size()) fail_scenario_file(scenario.file, "a patch past the end of an input");
+    bytes.replace(patch.offset, patch.bytes.size(), patch.bytes);
+  }
+  return bytes;
+}
+
+StepInput step_input(const Scenario& scenario, const Input& input, const fs::path& fixture_dir,
+                     const StepOptions& options) {
+  if (const auto* spec = std::get_if<InputAbi>(&input.source)) {
+    return {compile_abi(*spec, options).set_nrt(input.nrt), std::nullopt, input.kernel_source};
+  }
+  const fs::path path = input_path(input, fixture_dir);
+  if (input.origin == Origin::file) {
+    return {LinkableCode::from_path(path).set_nrt(input.nrt), path, input.kernel_source};
+  }
+  const std::string name = input.name.value_or(path.empty() ? std::string() : path.filename().string());
+  // A bytes input always has a format: load_scenario checks it.
+  LinkableCode code = LinkableCode::from_bytes(*input.format, input_bytes(scenario, input, path), name);
+  return {std::move(code).set_nrt(input.nrt), std::nullopt, input.kernel_source};
+}
+
+std::vector<StepInput> step_inputs(const Scenario& scenario, const fs::path& fixture_dir, const StepOptions& options) {
+  std::vector<StepInput> inputs;
+  for (const Input& input : scenario.inputs) inputs.push_back(step_input(scenario, input, fixture_dir, options));
+  return inputs;
+}
+
+// ---- launch ------------------------------------------------------------------------------
+
+double read_value(const Type& type, const unsigned char* at) {
+  switch (type.scalar) {
+    case Scalar::int32: { std::int32_t v; std::memcpy(&v, at, 4); return v; }
+    case Scalar::int64: { std::int64_t v; std::memcpy(&v, at, 8); return static_cast<double>(v); }
+    case Scalar::uint32: { std::uint32_t v; std::memcpy(&v, at, 4); return v; }
+    case Scalar::float32: { float v; std::memcpy(&v, at, 4); return v; }
+    case Scalar::float64: { double v; std::memcpy(&v, at, 8); return v; }
+    default: return 0;
+  }
+}
+
+// Launches once and reads back the last output buffer: its values, and as text.
+std::vector<std::string> run_launch(const Launch& launch, const Kernel& kernel, std::vector<double>& values) {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<ArgValue> args;
+  const OutputArg* output = nullptr;
+  std::size_t output_index = 0;
+  for (const LaunchArg& arg : launch.args) {
+    if (const auto* out = std::get_if<OutputArg>(&arg)) {
+      buffers.emplace_back(out->count * out->type.size());
+      buffers.back().fill_bytes(0xAB);
+      output = out;
+      output_index = buffers.size() - 1;
+      args.push_back(arg_value(buffers.back().ptr()));
+    } else {
+      args.push_back(std::get<ScalarArg>(arg).value);
+    }
+  }
+  std::vector<KernelArg> raw;
+  for (const ArgValue& value : args) raw.push_back(KernelArg{value.bytes.data(), value.bytes.size()});
+  LaunchConfig config;
+  config.grid = launch.grid;
+  config.block = launch.block;
+  kernel.launch(config, raw);
+  synchronize(nullptr);
+  std::vector<std::string> text;
+  if (output == nullptr) return text;
+  const std::size_t size = output->type.size();
+  std::vector<unsigned char> bytes(output->count * size);
+  buffers[output_index].copy_to_host(bytes.data(), bytes.size());
+  for (std::size_t i = 0; i < output->count; ++i) {
+    const double value = read_value(output->type, bytes.data() + i * size);
+    values.push_back(value);
+    std::ostringstream out;
+    out << value;
+    text.push_back(out.str());
+  }
+  return text;
+}
+
+// ---- verdicts ----------------------------------------------------------------------------
+
+bool matches(const Error& error, const ErrorMatch& match) {
+  return (!match.kind || error.kind() == *match.kind) &&
+         (match.message.empty() || std::string(error.what()).find(match.message) != std::string::npos);
+}
+
+std::string expected_error(const ErrorMatch& match) {
+  return "expected a " + std::string(match.kind ? to_string(*match.kind) : "") + " error containing '" +
+         match.message + "'";
+}
+
+// A step that built (and launched): the verdict against what it expects.
+void judge_success(StepReport& out, const Expectation& expect, const std::optional<Launch>& launch,
+                   const Bytes& cubin, const std::vector<double>& values) {
+  if (!expect.success) {
+    out.verdict = Verdict::not_as_expected;
+    out.why = expected_error(expect.error) + ", got success";
+    return;
+  }
+  if (expect.cubin_sm && cubin_sm_number(cubin) != expect.cubin_sm) {
+    out.verdict = Verdict::not_as_expected;
+    out.why = "the cubin is for sm_" + std::to_string(cubin_sm_number(cubin).value_or(0)) + ", expected sm_" +
+              std::to_string(*expect.cubin_sm);
+    return;
+  }
+  out.verdict = Verdict::as_expected;
+  if (!launch) return;
+  for (std::size_t i = 0; i < launch->expect.size(); ++i) {
+    const double want = launch->expect[i].value;
+    if (i >= values.size() || std::fabs(values[i] - want) > 1e-6 * std::max(1.0, std::fabs(want))) {
+      out.verdict = Verdict::not_as_expected;
+      out.why = "output[" + std::to_string(i) + "] is " + (i < values.size() ? out.launch_output[i] : "missing") +
+                ", expected " + launch->expect[i].text;
+      return;
+    }
+  }
+}
+
+void judge_failure(StepReport& out, const Error& error, const Expectation& expect,
+                   const std::optional<ErrorMatch>& reported_failure) {
+  out.error = StepError{error.kind(), error.message()};
+  out.log = error.log();
+  if (!expect.success && matches(error, expect.error)) {
+    out.verdict = Verdict::as_expected;
+  } else if (reported_failure && matches(error, *reported_failure)) {
+    out.verdict = Verdict::reproduced;
+    out.why = "this is the failure originally reported";
+  } else {
+    out.verdict = Verdict::not_as_expected;
+    out.why = expect.success ? "expected success" : expected_error(expect.error);
+  }
+}
+
+// ---- one step ----------------------------------------------------------------------------
+
+std::string environment() {
+  std::string text = "cujit " CUJIT_SCENARIO_VERSION ", NVRTC " + nvrtc_version() + ", nvJitLink " +
+                     nvjitlink_version();
+  if (has_device()) {
+    text += ", driver " + driver_version() + ", device " + device_name(0) + " (" + Arch::of_device(0).sm() + ")";
+  } else {
+    text += ", no device (" + no_device_reason() + ")";
+  }
+  return text;
+}
+
+// Sets NRT's global switch for one step and puts it back, whatever the step does.
+class NrtSwitch {
+ public:
+  explicit NrtSwitch(std::optional<bool> enabled) {
+    if (enabled) nrt::set_enabled(*enabled);
+  }
+  ~NrtSwitch() { nrt::set_enabled(before_); }
+  NrtSwitch(const NrtSwitch&) = delete;
+  NrtSwitch& operator=(const NrtSwitch&) = delete;
+
+ private:
+  bool before_ = nrt::enabled();
+};
+
+struct Built {
+  std::optional<LinkableCode> code;
+  std::shared_ptr<Module> module;
+  std::string log;
+};
+
+Built build(const Scenario& scenario, const std::vector<StepInput>& inputs, const StepOptions& step,
+            LinkerBackend backend, BuildCache& cache) {
+  Built built;
+  std::vector<std::string> compile_options, link_options;
+  if (step.debug) {
+    compile_options.push_back("-G");
+    link_options.push_back("-g");
+  }
+  if (step.lineinfo) {
+    compile_options.push_back("-lineinfo");
+    link_options.push_back("-lineinfo");
+  }
+  switch (scenario.builder) {
+    case Builder::module:
+      built.module = Module::load(inputs.front().code);
+      break;
+    case Builder::kernel: {
+      KernelOptions options;
+      options.link.arch = resolve_arch(step.arch);
+      options.link.lto = step.lto;
+      options.link.backend = backend;
+      options.link.compile.options = compile_options;
+      options.nrt = step.nrt;
+      KernelBuilder kernel_builder(scenario.launch ? scenario.launch->kernel : scenario.name, options,
+                                   cache);
+      for (const StepInput& input : inputs) {
+        if (input.kernel_source) kernel_builder.source(input.code);
+        else kernel_builder.link(input.code);
+      }
+      const LinkedKernel linked = kernel_builder.link_cubin();
+      built.code = linked.link.code;
+      built.log = linked.link.info_log;
+      break;
+    }
+    case Builder::linker: {
+      LinkOptions options;
+      options.arch = resolve_arch(step.arch);
+      options.lto = step.lto;
+      options.backend = backend;
+      options.compile.options = compile_options;
+      options.nvjitlink_options = link_options;
+      Linker linker(options, cache);
+      for (const StepInput& input : inputs) {
+        if (input.file) linker.add_file(*input.file);
+        else linker.add(input.code);
+      }
+      const LinkResult result = linker.link();
+      built.code = result.code;
+      built.log = result.info_log;
+      break;
+    }
+  }
+  return built;
+}
+
+StepReport run_step(const Scenario& scenario, const Step& step, LinkerBackend backend, const fs::path& fixture_dir,
+                    BuildCache& cache, std::vector<InputReport>& input_reports) {
+  StepReport out;
+  out.backend = backend;
+  out.options = step.options;
+  const NrtSwitch nrt_switch(step.options.nrt_global);
+  try {
+    const std::vector<StepInput> inputs = step_inputs(scenario, fixture_dir, step.options);
+    if (input_reports.empty()) {
+      for (const StepInput& input : inputs) {
+        input_reports.push_back({input.code.name(), input.code.format(), input.code.bytes().size(),
+                                 sha256_hex(input.code.bytes()), input.code.nrt()});
+      }
+    }
+    Built built = build(scenario, inputs, step.options, backend, cache);
+    out.log = built.log;
+    std::vector<double> values;
+    if (scenario.launch) {
+      if (!built.module) built.module = Module::load(*built.code);
+      const Kernel kernel = built.module->kernel(scenario.launch->kernel);
+      out.launch_output = run_launch(*scenario.launch, kernel, values);
+    }
+    judge_success(out, step.expect, scenario.launch, built.code ? built.code->bytes() : Bytes{}, values);
+  } catch (const Error& error) {
+    if (error.kind() == ErrorKind::usage && error.component() == "scenario file") throw;
+    judge_failure(out, error, step.expect, scenario.reported_failure);
+  }
+  return out;
+}
+
+}  // namespace
+
+ScenarioReport run_scenario(const Scenario& scenario, const fs::path& fixture_dir) {
+  if (scenario.needs_device() && !has_device()) {
+    throw Error(ErrorKind::cuda, "scenario '" + scenario.name + "'",
+                "needs a CUDA device (it launches, loads, or uses the driver linker): " + no_device_reason());
+  }
+  ScenarioReport report;
+  report.name = scenario.name;
+  report.reported = scenario.reported;
+  report.cujit_behaviour = scenario.cujit_behaviour;
+  report.environment = environment();
+
+  CacheConfig cache_config;
+  cache_config.mode = CacheMode::memory;  // shared by the steps, never by other runs
+  BuildCache cache(cache_config);
+  for (LinkerBackend backend : scenario.backends()) {
+    for (const Step& step : scenario.steps) {
+      StepReport out = run_step(scenario, step, backend, fixture_dir, cache, report.inputs);
+      if (static_cast<int>(out.verdict) > static_cast<int>(report.verdict)) report.verdict = out.verdict;
+      report.steps.push_back(std::move(out));
+    }
+  }
+  return report;
+}
+
+}  // namespace cujit::scenarios

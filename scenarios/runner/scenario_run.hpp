@@ -1,0 +1,67 @@
+#pragma once
+// Runs a loaded Scenario: every step through every backend it names, with one build
+// cache shared between the steps, and returns what happened with a verdict per step.
+// Rendering the outcome for people or tools is scenario_render.hpp's job.
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cujit/error.hpp"
+#include "cujit/format.hpp"
+#include "cujit/linker.hpp"
+#include "runner/scenario_file.hpp"
+
+namespace cujit::scenarios {
+
+enum class Verdict {
+  as_expected,     // the outcome is the one the scenario expects
+  reproduced,      // the outcome is the failure originally reported: the bug is back
+  not_as_expected  // something else happened
+};
+std::string_view to_string(Verdict verdict) noexcept;
+
+struct InputReport {
+  std::string name;
+  Format format = Format::ptx;
+  std::size_t bytes = 0;
+  std::string sha256;
+  bool nrt = false;
+};
+
+struct StepError {
+  ErrorKind kind = ErrorKind::usage;
+  std::string message;
+};
+
+struct StepReport {
+  LinkerBackend backend = LinkerBackend::nvjitlink;
+  StepOptions options;                     // as the step ran
+  std::optional<StepError> error;          // none: the step succeeded
+  std::string log;
+  std::vector<std::string> launch_output;  // values read back, as text
+  Verdict verdict = Verdict::not_as_expected;
+  std::string why;  // for a verdict other than as_expected
+};
+
+struct ScenarioReport {
+  std::string name;
+  std::string reported;         // what was reported upstream
+  std::string cujit_behaviour;  // what cujit does
+  std::vector<InputReport> inputs;
+  std::vector<StepReport> steps;
+  Verdict verdict = Verdict::as_expected;  // the worst over the steps
+  // Versions and device, for the diagnostic bundle.
+  std::string environment;
+};
+
+// Runs the scenario. `fixture_dir` is where the build put the fixtures that scenarios
+// refer to as {"fixture": NAME}. Throws Error(cuda) when the scenario needs a device and
+// there is none, and Error(usage) from "scenario file" when an input file it names cannot
+// be read or patched.
+ScenarioReport run_scenario(const Scenario& scenario, const std::filesystem::path& fixture_dir);
+
+}  // namespace cujit::scenarios
