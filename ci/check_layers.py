@@ -5,7 +5,8 @@ only itself and the stages before it:
     support < code < cache < driver < compile < link < graph < build
 
 Public headers (core/include/cujit) belong to a stage too (STAGE_OF_HEADER) and follow the
-same rule; they never include core/src. Exit 1 naming every include that breaks the rule.
+same rule; they never include core/src; each has its conformance/test_<header>.cpp. Exit 1
+naming every include (or missing test) that breaks the rule.
 
     ci/check_layers.py [--root DIR]     check a tree (default: this repository)
     ci/check_layers.py --self-test      show that a breaking include is caught
@@ -87,6 +88,10 @@ def check(root):
                 problems.append(f'{rel}: includes "{name}", a header not in STAGE_OF_HEADER')
             elif target is not None and STAGES.index(target) > STAGES.index(stage):
                 problems.append(f'{rel} ({stage}) includes "{name}" ({target}), a later stage')
+    for path, _ in headers:
+        test = root / "conformance" / f"test_{path.stem}.cpp"
+        if not test.is_file():
+            problems.append(f"{path.relative_to(root)}: no {test.relative_to(root)}")
     return problems
 
 
@@ -98,6 +103,8 @@ def self_test():
         (root / "core/include/cujit").mkdir(parents=True)
         (root / "core/src/link/linker.cpp").write_text('#include "code/x.hpp"\n#include "cujit/format.hpp"\n')
         (root / "core/include/cujit/format.hpp").write_text("#pragma once\n")
+        (root / "conformance").mkdir()
+        (root / "conformance/test_format.cpp").write_text("")
         assert check(root) == [], check(root)
         (root / "core/src/code/format.cpp").write_text('#include "link/link_session.hpp"\n')
         (root / "core/include/cujit/arch.hpp").write_text('#include "cujit/linker.hpp"\n')
@@ -107,7 +114,8 @@ def self_test():
         for expected in ['code/format.cpp (code) includes "link/link_session.hpp" (link)',
                          'arch.hpp (code) includes "cujit/linker.hpp" (link)',
                          "new.hpp: public header not in STAGE_OF_HEADER",
-                         'linkable_code.hpp: public header includes "support/hash.hpp"']:
+                         'linkable_code.hpp: public header includes "support/hash.hpp"',
+                         "arch.hpp: no conformance/test_arch.cpp"]:
             assert expected in found, f"not caught: {expected}\n{found}"
     print("check_layers self-test: every breaking include was caught")
     return 0

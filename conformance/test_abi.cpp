@@ -52,26 +52,6 @@ std::string demangle(const std::string& symbol) {
   return out;
 }
 
-TEST(Signature, ParsesNumbaSpelling) {
-  const Signature sig = Signature::parse(" int32 ( int32 , float64* ) ");
-  EXPECT_EQ(sig.str(), "int32(int32, float64*)");
-  EXPECT_EQ(sig.args[1].cuda(), "double*");
-  EXPECT_EQ(sig.args[1].itanium(), "Pd");
-  EXPECT_EQ(Signature::parse("void()").str(), "void()");
-  for (const char* text : {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                           "uint64", "float32", "float64"}) {
-    EXPECT_EQ(Type::parse(text).str(), text);
-  }
-}
-
-TEST(Signature, RejectsBadText) {
-  for (const char* text : {"int32", "int32(int33)", "int32(int32,)", "(int32)", "int32(void)",
-                           "complex(int32)"}) {
-    CUJIT_EXPECT_ERROR(Signature::parse(text), ErrorKind::usage, error,
-                       EXPECT_NE(std::string(error.what()).find("'"), std::string::npos););
-  }
-}
-
 TEST(CAbi, ExactPrototypeWithTheDefaultName) {
   const auto compiled = abi::compile(add_fn(), options("c"));
   EXPECT_EQ(compiled.symbol, "add");

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "cujit/linker.hpp"
+#include "support/cache_helpers.hpp"
 #include "support/fixtures.hpp"
 #include "support/linking.hpp"
 
@@ -62,6 +63,43 @@ TEST(LinkerInputs, IdenticalInputsAreLinkedOnce) {
   const LinkResult result = linker.link();
   ASSERT_EQ(result.dropped_duplicates.size(), 1u);
   EXPECT_NE(result.dropped_duplicates[0].find("scale_kernel.ptx"), std::string::npos);
+}
+
+TEST(LinkedCode, IsACubinCarryingTheLoweredNamesOfItsCompiles) {
+  CompileOptions compile;
+  compile.arch = Arch::parse("sm_90");
+  compile.name_expressions = {"fill<int>"};
+  const CompileResult compiled =
+      Program("template <class T> __global__ void fill(T* p) { *p = T(1); }\n", "fill.cu").compile(compile);
+  Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
+  linker.add(compiled.code);
+  const LinkResult result = linker.link();
+  EXPECT_EQ(result.code.format(), Format::cubin);
+  EXPECT_EQ(result.code.lowered_names().at("fill<int>"), "_Z4fillIiEvPT_");
+}
+
+TEST(LinkedCode, WhatALinkReportsSurvivesTheDiskTier) {
+  test::TempDir dir;
+  const auto link = [&](BuildCache& cache) {
+    Linker linker(test::link_options(LinkerBackend::nvjitlink, false), cache);
+    linker.add_file(test::fixture_path("scale_kernel.ptx"));
+    linker.add_file(test::fixture_path("scale_kernel.ptx"));
+    return linker.link_cached();
+  };
+  CachedLink built = [&] {
+    BuildCache cache(test::disk_cache_at(dir.path()));
+    return link(cache);
+  }();
+  BuildCache cache(test::disk_cache_at(dir.path()));
+  const CachedLink hit = link(cache);
+  EXPECT_EQ(built.source, CacheSource::built);
+  EXPECT_EQ(hit.source, CacheSource::disk);
+  EXPECT_EQ(hit.key, built.key);
+  EXPECT_EQ(hit.result.code.bytes(), built.result.code.bytes());
+  EXPECT_EQ(hit.result.code.name(), built.result.code.name());
+  EXPECT_EQ(hit.result.info_log, built.result.info_log);
+  ASSERT_EQ(hit.result.dropped_duplicates.size(), 1u);
+  EXPECT_EQ(hit.result.dropped_duplicates, built.result.dropped_duplicates);
 }
 
 TEST(LinkerInputs, NothingToLinkIsAUsageError) {
