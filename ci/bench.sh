@@ -27,6 +27,7 @@ run() {  # run NAME [ARGS...]: one benchmark executable, JSON to $out/NAME.json
 
 if [ "$quick" = 1 ]; then
   run bench_jit --cujit-quick
+  run bench_reduce --cujit-quick
 else
   run bench_jit
   for name in bench_jit_gpu bench_launch bench_reduce; do run "$name"; done

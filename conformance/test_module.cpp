@@ -75,7 +75,9 @@ TEST(GpuModule, ACubinTheDeviceCannotRunIsACudaErrorWithTheName) {
   CUJIT_EXPECT_ERROR((void)Module::load(sm80), ErrorKind::cuda, error,
                      EXPECT_NE(std::string(error.what()).find("scale_kernel_sm80.cubin"),
                                std::string::npos);
-                     EXPECT_EQ(error.component(), "cuLibraryLoadData"););
+                     // The driver refuses at load, or, loading lazily, when the library
+                     // is loaded into the context, which Module::load does at once.
+                     EXPECT_EQ(error.component().rfind("cuLibrary", 0), 0u) << error.component(););
 }
 
 TEST(Module, LoadsOnlyWhatTheDriverRuns) {

@@ -61,6 +61,10 @@ struct ParamInfo {
 
 class Kernel;
 
+namespace detail {
+struct JitLogs;
+}
+
 // A __device__ variable of a loaded module.
 struct GlobalSymbol {
   DevicePtr ptr;
@@ -94,9 +98,12 @@ class Module : public std::enable_shared_from_this<Module> {
   void* handle() const noexcept { return handle_; }
 
  private:
-  Module(void* handle, LinkableCode code) : handle_(handle), code_(std::move(code)) {}
+  Module(void* handle, LinkableCode code, std::unique_ptr<detail::JitLogs> logs);
   void* handle_;
   LinkableCode code_;
+  // The driver may JIT the library into another context later (lazy loading) and write
+  // its logs then: the buffers live as long as the library.
+  std::unique_ptr<detail::JitLogs> logs_;
 };
 
 class Kernel {

@@ -16,7 +16,7 @@ namespace cujit::detail {
   X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute)                          \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent)             \
   X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuLinkCreate) X(cuLinkAddData)                 \
-  X(cuLinkComplete) X(cuLinkDestroy) X(cuLibraryLoadData) X(cuLibraryUnload)              \
+  X(cuLinkComplete) X(cuLinkDestroy) X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetModule)              \
   X(cuLibraryGetKernel) X(cuKernelGetFunction) X(cuLibraryGetGlobal) X(cuLibraryGetKernelCount) \
   X(cuLibraryEnumerateKernels) X(cuKernelGetName) X(cuFuncGetParamInfo) X(cuLaunchKernel) X(cuStreamCreate)              \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD)    \

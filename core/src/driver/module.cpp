@@ -55,6 +55,17 @@ bool loadable(Format format) {
 
 }  // namespace
 
+namespace detail {
+struct JitLogs {
+  std::string info = std::string(log_capacity, '\0');
+  std::string error = std::string(log_capacity, '\0');
+  std::string text() const { return ::cujit::text(error) + ::cujit::text(info); }
+};
+}  // namespace detail
+
+Module::Module(void* handle, LinkableCode code, std::unique_ptr<detail::JitLogs> logs)
+    : handle_(handle), code_(std::move(code)), logs_(std::move(logs)) {}
+
 std::shared_ptr<Module> Module::load(LinkableCode code) {
   if (!loadable(code.format())) {
     throw Error(ErrorKind::usage, "Module::load",
@@ -63,11 +74,11 @@ std::shared_ptr<Module> Module::load(LinkableCode code) {
   }
   const auto& api = detail::driver();
   detail::ensure_context();
-  std::string info(log_capacity, '\0'), error(log_capacity, '\0');
+  auto logs = std::make_unique<detail::JitLogs>();
   CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                             CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void* values[] = {info.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity}),
-                    error.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity})};
+  void* values[] = {logs->info.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity}),
+                    logs->error.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity})};
   // The module keeps the code for as long as the library lives, so the driver need not
   // copy it. PTX must end with its NUL, which LinkableCode's bytes do not hold.
   const bool text_image = code.format() == Format::ptx;
@@ -82,14 +93,23 @@ std::shared_ptr<Module> Module::load(LinkableCode code) {
       text_image ? 0 : 1);
   if (result != CUDA_SUCCESS) {
     throw CudaError("cuLibraryLoadData", result,
-                    "loading '" + code.name() + "' (" + std::string(to_string(code.format())) +
-                        ", " + std::to_string(code.bytes().size()) +
-                        " bytes) failed: " + detail::describe(result),
-                    text(error) + text(info));
+                    "loading '" + code.name() + "' (" + std::string(to_string(code.format())) + ", " +
+                        std::to_string(code.bytes().size()) + " bytes) failed: " + detail::describe(result),
+                    logs->text());
   }
   // Owned before anything else can throw.
-  std::shared_ptr<Module> owner(new Module(library, std::move(code)));
+  const std::string name = code.name();
+  std::shared_ptr<Module> owner(new Module(library, std::move(code), std::move(logs)));
   detail::handle_created(detail::HandleKind::module);
+  // With lazy loading (the default) the driver loads a library into a context when it is
+  // first used there: load it into this one now, so that code the device cannot run (or
+  // PTX that does not link) fails here, naming the code, with the JIT log.
+  CUmodule module = nullptr;
+  if (const CUresult loaded = api.cuLibraryGetModule(&module, library); loaded != CUDA_SUCCESS) {
+    throw CudaError("cuLibraryGetModule", loaded,
+                    "loading '" + name + "' into the current context failed: " + detail::describe(loaded),
+                    owner->logs_->text());
+  }
   return owner;
 }
 
