@@ -13,7 +13,7 @@
 namespace cujit::scenarios {
 
 void fail_scenario_file(const std::filesystem::path& file, const std::string& what) {
-  throw Error(ErrorKind::usage, "scenario file", "'" + file.string() + "': " + what);
+  throw ScenarioFileError(file, what);
 }
 
 bool Scenario::needs_device() const noexcept {

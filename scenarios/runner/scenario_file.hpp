@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -22,6 +23,18 @@ namespace cujit::scenarios {
 
 // Error(usage) from component "scenario file", naming the file: every defect of a file,
 // found when it is loaded or, for the input files it names, when it runs.
+// A scenario file that is wrong (not a build that failed): Error(usage) from "scenario
+// file", a type of its own so that the runner tells it from a verdict without reading text.
+class ScenarioFileError : public Error {
+ public:
+  ScenarioFileError(const std::filesystem::path& file, const std::string& what)
+      : Error(ErrorKind::usage, "scenario file", "'" + file.string() + "': " + what) {}
+
+ protected:
+  std::unique_ptr<Error> clone() const override { return std::make_unique<ScenarioFileError>(*this); }
+  [[noreturn]] void raise() const override { throw *this; }
+};
+
 [[noreturn]] void fail_scenario_file(const std::filesystem::path& file, const std::string& what);
 
 enum class Builder {

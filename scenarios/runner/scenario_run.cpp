@@ -320,8 +320,9 @@ StepReport run_step(const Scenario& scenario, const Step& step, LinkerBackend ba
       out.launch_output = run_launch(*scenario.launch, kernel, values);
     }
     judge_success(out, step.expect, scenario.launch, built.code ? built.code->bytes() : Bytes{}, values);
+  } catch (const ScenarioFileError&) {
+    throw;  // the file is wrong: no verdict
   } catch (const Error& error) {
-    if (error.kind() == ErrorKind::usage && error.component() == "scenario file") throw;
     judge_failure(out, error, step.expect, scenario.reported_failure);
   }
   return out;
