@@ -34,6 +34,8 @@ using test::has_warning;
 
 class BuildCacheTest : public ::testing::Test {
  protected:
+  // Private whatever the umask: a group-writable parent would keep the disk tier off.
+  BuildCacheTest() { fs::permissions(temp.path(), fs::perms::owner_all, fs::perm_options::replace); }
   test::TempDir temp;
   fs::path dir() const { return temp.path() / "cache"; }
   int builds = 0;

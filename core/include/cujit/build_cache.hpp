@@ -29,11 +29,13 @@ struct CacheConfig {
   std::uint64_t max_disk_bytes = std::uint64_t{1} << 30;
   std::uint64_t max_memory_bytes = std::uint64_t{256} << 20;
   // Disk entries used this recently are never evicted (another process may be using them).
+  // The cap still holds: when only such entries stand in the way, a new entry is not
+  // written (stats().disk_cap_refusals) rather than the cap exceeded.
   std::chrono::seconds protect_recent{300};
-  // Testing seam: called before each disk operation ("create", "write", "fsync", "rename",
-  // "read") with its name; a non-zero result is an errno that makes that operation fail,
-  // as a full disk (ENOSPC), a read-only file system (EROFS) or a permission (EACCES)
-  // would. Empty in normal use.
+  // Testing seam: called before each disk operation ("lock", "create", "write", "fsync",
+  // "rename", "read", and "list:<fan-out directory>" as a walk opens one) with its name; a
+  // non-zero result is an errno that makes that operation fail, as a full disk (ENOSPC), a
+  // read-only file system (EROFS) or a permission (EACCES) would. Empty in normal use.
   std::function<int(std::string_view operation)> fault;
 
   // From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,
@@ -49,10 +51,18 @@ struct CacheStats {
   std::uint64_t misses = 0;
   std::uint64_t builds = 0;
   std::uint64_t waits = 0;  // callers that waited for another caller's build of the same key
+  // Entries dropped: unsound on disk (removed), not a regular file there (left alone), or
+  // a payload its caller could not decode (drop()).
   std::uint64_t corrupt_entries = 0;
   std::uint64_t memory_evictions = 0;
   std::uint64_t disk_evictions = 0;
   std::uint64_t disk_write_failures = 0;
+  std::uint64_t disk_read_failures = 0;  // entries that could not be opened or read: misses
+  // Entries not written to disk to keep the cap: larger than the cap, or the cap full of
+  // entries used within protect_recent.
+  std::uint64_t disk_cap_refusals = 0;
+  std::uint64_t stale_temps_removed = 0;  // temporary files of dead writers swept
+  std::uint64_t disk_walk_errors = 0;     // directories a walk could not read (it went on)
   std::uint64_t not_stored = 0;  // results built but not cacheable (see warnings())
   std::uint64_t memory_bytes = 0;
   std::uint64_t memory_entries = 0;
@@ -102,10 +112,17 @@ class BuildCache {
   const CacheConfig& config() const noexcept { return config_; }
   // Whether the disk tier is in use (mode disk and the directory passed its checks).
   bool disk_usable() const noexcept;
+  // Bytes of disk entries and temporary files (after sweeping stale temporary files).
   std::uint64_t disk_bytes() const;
   // Records that a result was built but could not be stored (a warning and a count).
   void note_not_stored(std::string why);
-  // Empties both tiers; returns the number of disk entries removed.
+  // Removes `key` from both tiers, counts it in corrupt_entries and records a warning with
+  // `why`: for a payload its caller found but cannot decode (a sound checksum over a record
+  // it does not understand), so that the next lookup misses and rebuilds.
+  void drop(const CacheKey& key, std::string why);
+  // Empties both tiers (and sweeps stale temporary files); returns the number of disk
+  // entries removed. Only files cujit wrote are removed; see warnings() for what a walk of
+  // the directory could not read.
   std::size_t clear();
 
  private:

@@ -97,6 +97,28 @@ struct BuildCache::State {
   CacheStats stats;
   std::vector<std::string> warnings;
 
+  // Callers hold `mutex`.
+  void add_warning(std::string message) {
+    if (warnings.size() < max_warnings) warnings.push_back(std::move(message));
+  }
+
+  // What a walk of the disk tier did and met: counters and warnings. Callers hold `mutex`.
+  void note_walk(const detail::WalkReport& walk) {
+    stats.disk_evictions += walk.entries_removed;
+    stats.stale_temps_removed += walk.temps_removed;
+    stats.disk_walk_errors += walk.problems.size();
+    for (const std::string& problem : walk.problems) add_warning("disk cache: " + problem);
+  }
+
+  void forget(const std::string& key) {
+    const auto found = memory.find(key);
+    if (found == memory.end()) return;
+    stats.memory_bytes -= found->second.payload.size();
+    --stats.memory_entries;
+    lru.erase(found->second.lru);
+    memory.erase(found);
+  }
+
   void touch(MemoryEntry& entry, const std::string& key) {
     lru.erase(entry.lru);
     lru.push_front(key);
@@ -128,10 +150,10 @@ struct BuildCache::State {
 BuildCache::BuildCache(CacheConfig config) : config_(std::move(config)), state_(std::make_unique<State>()) {
   for (const std::string& warning : config_.warnings) warn(warning);
   if (config_.mode == CacheMode::disk) {
-    detail::DiskCache disk(config_.directory, config_.max_disk_bytes, config_.protect_recent, config_.fault);
-    if (const std::string problem = disk.open(); problem.empty()) {
-      state_->disk.emplace(std::move(disk));
-    } else {
+    detail::DiskCache& disk =
+        state_->disk.emplace(config_.directory, config_.max_disk_bytes, config_.protect_recent, config_.fault);
+    if (const std::string problem = disk.open(); !problem.empty()) {
+      state_->disk.reset();
       warn("disk cache not used: " + problem);
     }
   }
@@ -155,7 +177,7 @@ BuildCache& BuildCache::disabled() {
 
 void BuildCache::warn(std::string message) const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  if (state_->warnings.size() < max_warnings) state_->warnings.push_back(std::move(message));
+  state_->add_warning(std::move(message));
 }
 
 bool BuildCache::disk_usable() const noexcept { return state_->disk.has_value(); }
@@ -175,11 +197,23 @@ std::optional<std::string> BuildCache::find(const CacheKey& key, CacheSource* so
   if (!state_->disk) return std::nullopt;
   std::string payload, problem;
   const detail::ReadOutcome outcome = state_->disk->read(digest, payload, problem);
-  if (outcome == detail::ReadOutcome::corrupt || outcome == detail::ReadOutcome::unreadable) {
-    warn("disk entry " + digest + " dropped: " + problem);
-  }
   std::lock_guard<std::mutex> lock(state_->mutex);
-  if (outcome == detail::ReadOutcome::corrupt) ++state_->stats.corrupt_entries;
+  switch (outcome) {
+    case detail::ReadOutcome::hit:
+    case detail::ReadOutcome::missing: break;
+    case detail::ReadOutcome::corrupt:
+      ++state_->stats.corrupt_entries;
+      state_->add_warning("disk entry " + digest + " dropped: " + problem);
+      break;
+    case detail::ReadOutcome::foreign:
+      ++state_->stats.corrupt_entries;
+      state_->add_warning("disk entry " + digest + " not used: " + problem);
+      break;
+    case detail::ReadOutcome::unreadable:
+      ++state_->stats.disk_read_failures;
+      state_->add_warning("disk entry " + digest + " not read: " + problem);
+      break;
+  }
   if (outcome != detail::ReadOutcome::hit) return std::nullopt;
   if (count == Count::hit) ++state_->stats.disk_hits;
   state_->insert(digest, payload, config_.max_memory_bytes);
@@ -190,16 +224,14 @@ std::optional<std::string> BuildCache::find(const CacheKey& key, CacheSource* so
 void BuildCache::put(const CacheKey& key, const std::string& payload) {
   if (config_.mode == CacheMode::off) return;
   const std::string digest = key.digest();
-  std::size_t evicted = 0;
   detail::DiskCacheResult written;
-  if (state_->disk) {
-    written = state_->disk->write(digest, payload);
-    if (written.ok) evicted = state_->disk->evict();
-  }
-  if (!written.ok) warn("disk entry " + digest + " not written: " + written.problem);
+  if (state_->disk) written = state_->disk->write(digest, payload);
   std::lock_guard<std::mutex> lock(state_->mutex);
-  if (!written.ok) ++state_->stats.disk_write_failures;
-  state_->stats.disk_evictions += evicted;
+  state_->note_walk(written.walk);
+  if (!written.ok) {
+    ++(written.refused ? state_->stats.disk_cap_refusals : state_->stats.disk_write_failures);
+    state_->add_warning("disk entry " + digest + " not written: " + written.problem);
+  }
   state_->insert(digest, payload, config_.max_memory_bytes);
 }
 
@@ -276,15 +308,39 @@ std::vector<std::string> BuildCache::warnings() const {
   return state_->warnings;
 }
 
-std::uint64_t BuildCache::disk_bytes() const { return state_->disk ? state_->disk->total_bytes() : 0; }
+void BuildCache::drop(const CacheKey& key, std::string why) {
+  if (config_.mode == CacheMode::off) return;
+  const std::string digest = key.digest();
+  if (state_->disk) state_->disk->remove(digest);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->forget(digest);
+  ++state_->stats.corrupt_entries;
+  state_->add_warning("entry " + digest + " dropped: " + why);
+}
+
+std::uint64_t BuildCache::disk_bytes() const {
+  if (!state_->disk) return 0;
+  const detail::WalkReport walk = state_->disk->survey();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->note_walk(walk);
+  return walk.bytes;
+}
 
 std::size_t BuildCache::clear() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->memory.clear();
+    state_->lru.clear();
+    state_->stats.memory_bytes = 0;
+    state_->stats.memory_entries = 0;
+  }
+  if (!state_->disk) return 0;
+  detail::WalkReport walk = state_->disk->clear();
+  const std::size_t removed = walk.entries_removed;
+  walk.entries_removed = 0;  // cleared, not evicted
   std::lock_guard<std::mutex> lock(state_->mutex);
-  state_->memory.clear();
-  state_->lru.clear();
-  state_->stats.memory_bytes = 0;
-  state_->stats.memory_entries = 0;
-  return state_->disk ? state_->disk->clear() : 0;
+  state_->note_walk(walk);
+  return removed;
 }
 
 }  // namespace cujit

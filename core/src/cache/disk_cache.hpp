@@ -2,13 +2,25 @@
 // The disk tier: one file per key under fan-out directories, header + payload, written to
 // a temporary file in the same directory, fsynced and renamed, so no reader ever sees a
 // partial entry. Every failure is reported as a value; nothing here throws.
+//
+// Only what cujit wrote is read, counted or removed: entries named <64 lowercase hex
+// digits>.entry in the fan-out directory named by their first two digits and starting with
+// a cujit entry header, and temporary files named .<key>.<pid>.<n>.tmp in that directory.
+// Nothing but a regular file is ever opened there (no FIFO, device, directory or symbolic
+// link), and nothing is read past the size its header gives.
 
-#include <cstdint>
+#include <sys/types.h>
+
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace cujit::detail {
 
@@ -16,6 +28,15 @@ namespace cujit::detail {
 // (u64) | payload SHA-256 (64 hex) | payload.
 inline constexpr char entry_magic[8] = {'C', 'U', 'J', 'I', 'T', 'C', '\r', '\n'};
 inline constexpr std::uint32_t entry_format_version = 1;
+// A temporary file this old was left by a writer that died (a live writer renames its
+// file within moments): walks (eviction, clear, stats) remove it.
+inline constexpr std::chrono::seconds stale_temp_age{3600};
+// How long a writer waits for the directory's write lock (held by another writer for the
+// time of one entry's write) before giving up on storing its entry.
+inline constexpr std::chrono::seconds write_lock_wait{10};
+// The write lock: a regular file in the cache directory, locked with flock(2) so that the
+// kernel releases it when its holder dies.
+inline constexpr const char* write_lock_name = ".lock";
 
 std::string encode_entry(const std::string& key, const std::string& payload);
 // The payload when `bytes` is a sound entry for `key`, else why not.
@@ -25,11 +46,38 @@ struct DecodedEntry {
 };
 DecodedEntry decode_entry(const std::string& key, const std::string& bytes);
 
-enum class ReadOutcome { hit, missing, corrupt, unreadable };
+// The key an entry file name gives ("<key>.entry" in the fan-out directory of its first two
+// digits), or empty when the name is not one cujit gives an entry there.
+std::string key_of_entry_name(std::string_view fan_out, std::string_view name);
+// Whether `name` is one cujit gives a temporary file in `fan_out`.
+bool is_temp_name(std::string_view fan_out, std::string_view name);
+
+// Why another user could swap `directory` (an absolute path without symbolic links), as
+// OpenSSH's secure-path check: a parent not owned by root or `uid`, or writable by group
+// or others without the sticky bit. Empty when every parent up to / is safe.
+std::string unsafe_parent(const std::filesystem::path& directory, uid_t uid);
+
+enum class ReadOutcome {
+  hit,
+  missing,
+  corrupt,     // a file cujit wrote that is not a sound entry for the key: removed
+  foreign,     // not a regular file (FIFO, directory, symbolic link...): left alone
+  unreadable,  // an error opening or reading it
+};
+
+// What a walk of the cache directory did and met.
+struct WalkReport {
+  std::size_t entries_removed = 0;
+  std::size_t temps_removed = 0;    // stale temporary files swept
+  std::uint64_t bytes = 0;          // entries and temporary files left
+  std::vector<std::string> problems;  // directories it could not read, files it could not remove
+};
 
 struct DiskCacheResult {
   bool ok = true;
-  std::string problem;  // why not ok, for the warning
+  bool refused = false;  // not written because of the size cap (not an error)
+  std::string problem;   // why not ok or refused, for the warning
+  WalkReport walk;       // the eviction that made room
 };
 
 class DiskCache {
@@ -38,30 +86,43 @@ class DiskCache {
             std::chrono::seconds protect_recent,
             std::function<int(std::string_view)> fault = {});
 
-  // Creates the directory (0700) if needed and checks it is safe to use: owned by this
-  // user and not writable by group or others. Empty when usable, else why not.
+  // Creates the directory (0700, and any missing parent 0700) if needed and checks it is
+  // safe to use: owned by this user, not writable by group or others, and no parent that
+  // another user could use to swap it (unsafe_parent). Empty when usable, else why not.
+  // From then on the directory is used by its resolved path.
   std::string open();
 
   std::filesystem::path entry_path(const std::string& key) const;
   // A hit refreshes the entry's modification time (the LRU clock). A corrupt entry is
   // removed and reported as such.
   ReadOutcome read(const std::string& key, std::string& payload, std::string& problem) const;
+  // Writes the entry under the directory's write lock, after making room for it: the total
+  // of entries and temporary files never exceeds the cap. Least recently used entries go
+  // first, never one used within protect_recent; when only such entries stand in the way,
+  // or the entry alone is larger than the cap, it is not written (`refused`).
   DiskCacheResult write(const std::string& key, const std::string& payload) const;
-  // Removes least recently used entries until the total is under the cap, never those
-  // used within protect_recent; returns how many were removed.
-  std::size_t evict() const;
-  std::uint64_t total_bytes() const;
-  std::size_t clear() const;
+  // Removes the entry for `key` if it is one cujit wrote; whether one was removed.
+  bool remove(const std::string& key) const;
+  // Bytes of entries and temporary files, after sweeping stale temporary files.
+  WalkReport survey() const;
+  // Removes every entry and stale temporary file.
+  WalkReport clear() const;
   const std::filesystem::path& directory() const noexcept { return directory_; }
 
  private:
   // errno to inject for an operation, or 0 (see CacheConfig::fault).
   int injected(std::string_view operation) const { return fault_ ? fault_(operation) : 0; }
+  // Under the write lock: removes stale temporary files, then least recently used entries
+  // (never one used within protect_recent) until `incoming` more bytes fit under the cap;
+  // whether they fit. An existing entry of the same key counts until it is replaced.
+  bool make_room(std::uint64_t incoming, WalkReport& report) const;
 
   std::filesystem::path directory_;
   std::uint64_t max_bytes_;
   std::chrono::seconds protect_recent_;
   std::function<int(std::string_view)> fault_;
+  // Threads of this process take turns before taking the directory's lock.
+  std::unique_ptr<std::timed_mutex> writers_ = std::make_unique<std::timed_mutex>();
 };
 
 }  // namespace cujit::detail
