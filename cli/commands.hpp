@@ -1,6 +1,7 @@
 #pragma once
 // The cujit subcommands. Exit codes: 0 ok, 1 failures found (tests failed, a scenario not
-// as expected, a regression), 2 usage or environment error.
+// as expected, a regression), 2 usage or environment error, 3 (repro) the process running
+// the scenario crashed.
 
 #include <CLI/CLI.hpp>
 
@@ -13,11 +14,13 @@ namespace cujit::cli {
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failures = 1;
 inline constexpr int exit_usage = 2;
+inline constexpr int exit_crashed = 3;
 
 struct ConformanceOptions {
   std::filesystem::path out;
   std::vector<std::string> areas;  // empty: all
   bool quiet = false;
+  bool isolate = false;  // each test in its own process
 };
 int conformance(const ConformanceOptions& options);
 
@@ -41,7 +44,15 @@ struct RunOptions {
 };
 int run(const RunOptions& options);
 
-int repro(const std::string& scenario, bool json);
+struct ReproOptions {
+  std::string scenario;
+  bool json = false;
+  // Run the scenario in this process rather than in an isolated child.
+  bool in_process = false;
+  // Internal: the isolated child reports its progress on this descriptor (-1: none).
+  int progress_fd = -1;
+};
+int repro(const ReproOptions& options);
 int cache(const std::string& action);
 int info();
 

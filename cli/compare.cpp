@@ -1,18 +1,68 @@
 // cujit compare: the regression gate (reports/compare.py): exit 1 when a benchmark slowed
-// beyond the threshold.
+// beyond the threshold. The markdown table is written by compare.py into a private
+// directory and copied to --markdown here, so that a path compare.py cannot write (which
+// Python would report as an exception, exit 1, read as "a regression") is an error naming
+// the path, exit 2.
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
 #include "commands.hpp"
+#include "output.hpp"
 #include "paths.hpp"
 
 namespace cujit::cli {
+namespace {
+
+// A directory of its own under TMPDIR, removed with everything in it.
+class PrivateDir {
+ public:
+  PrivateDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cujit-compare-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) throw CliError("cannot create a directory under " + shown(pattern));
+    path_ = pattern;
+  }
+  ~PrivateDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  PrivateDir(const PrivateDir&) = delete;
+  PrivateDir& operator=(const PrivateDir&) = delete;
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace
 
 int compare(const std::string& baseline, const std::string& current, double threshold,
             const std::string& markdown) {
-  std::string command = python() + " " + quoted((source_dir() / "reports" / "compare.py").string()) +
-                        " " + quoted(baseline) + " " + quoted(current) +
-                        " --threshold " + std::to_string(threshold);
-  if (!markdown.empty()) command += " --markdown " + quoted(markdown);
-  const int status = run_command(command);
-  return status <= 2 ? status : exit_usage;
+  require_input_file(baseline, "compare: baseline");
+  require_input_file(current, "compare: current");
+  if (!std::isfinite(threshold) || threshold < 0) {
+    throw CliError("compare: --threshold " + std::to_string(threshold) + ": must be a finite number >= 0");
+  }
+  const PrivateDir scratch;
+  const std::filesystem::path table = scratch.path() / "table.md";
+  std::vector<std::string> args{"--threshold=" + std::to_string(threshold)};
+  if (!markdown.empty()) args.push_back("--markdown=" + table.string());
+  args.insert(args.end(), {"--", baseline, current});
+  const int status = run_report_script("compare.py", args);
+  if (status > exit_usage) return exit_usage;
+  if (!markdown.empty() && status != exit_usage) {
+    std::ifstream in(table, std::ios::binary);
+    if (!in) throw CliError("compare: compare.py wrote no markdown table");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      write_file(markdown, text);
+    } catch (const CliError& error) {
+      throw CliError("compare: --markdown: " + std::string(error.what()));
+    }
+  }
+  return status;
 }
 
 }  // namespace cujit::cli

@@ -1,14 +1,29 @@
-// The cujit command. Exit codes: 0 ok, 1 failures found, 2 usage or environment error.
+// The cujit command. Exit codes: 0 ok, 1 failures found, 2 usage or environment error,
+// 3 (repro) the process running the scenario crashed. Output that cannot be written (a
+// full disk, /dev/full) is exit 2 naming where, never exit 0.
 #include <iostream>
 
 #include "commands.hpp"
 #include "cujit/error.hpp"
+#include "output.hpp"
 #include "paths.hpp"
 
+namespace {
+int run_command_line(int argc, char** argv);
+}  // namespace
+
 int main(int argc, char** argv) {
+  int code = run_command_line(argc, argv);
+  if (!cujit::cli::finish_stdout()) code = cujit::cli::exit_usage;
+  return code;
+}
+
+namespace {
+
+int run_command_line(int argc, char** argv) {
   using namespace cujit::cli;
   CLI::App app{"cujit: CUDA JIT core, conformance harness and benchmarks", "cujit"};
-  app.footer("Exit codes: 0 ok, 1 failures found, 2 usage or environment error.");
+  app.footer("Exit codes: 0 ok, 1 failures found, 2 usage or environment error, 3 (repro) the scenario crashed its process.");
   app.require_subcommand(1);
 
   RunOptions run_options{default_out_dir(), false, false};
@@ -17,11 +32,13 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--quick", run_options.quick, "Quick benchmarks even with a GPU");
   run_cmd->add_flag("--full", run_options.full, "Full benchmarks (needs a GPU)");
 
-  ConformanceOptions conformance_options{default_out_dir() / "conformance", {}, false};
+  ConformanceOptions conformance_options{default_out_dir() / "conformance", {}, false, false};
   auto* conformance_cmd = app.add_subcommand("conformance", "Run the conformance suites; JUnit XML and a summary");
   conformance_cmd->add_option("--out", conformance_options.out, "Output directory");
   conformance_cmd->add_option("--area", conformance_options.areas,
                               "Only these areas (format, program, linking, module, nrt, abi, graph, cache, scenarios, reliability, cli)");
+  conformance_cmd->add_flag("--isolate", conformance_options.isolate,
+                            "Run each test in its own process: a test that crashes is a failure naming its signal, the others still count");
 
   BenchOptions bench_options{default_out_dir() / "bench", false, false, {}, {}};
   auto* bench_cmd = app.add_subcommand("bench", "Run the benchmark families; JSON out");
@@ -45,11 +62,14 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("--threshold", threshold, "Relative slowdown that fails (default 0.05)");
   compare_cmd->add_option("--markdown", markdown, "Also write the table as markdown here");
 
-  std::string scenario;
-  bool json = false;
+  ReproOptions repro_options;
   auto* repro_cmd = app.add_subcommand("repro", "Run one scenario file and print the diagnostic bundle");
-  repro_cmd->add_option("scenario", scenario, "Scenario JSON (see docs/scenario-format.md)")->required();
-  repro_cmd->add_flag("--json", json, "Print the bundle as JSON");
+  repro_cmd->add_option("scenario", repro_options.scenario, "Scenario JSON (see docs/scenario-format.md)")->required();
+  repro_cmd->add_flag("--json", repro_options.json, "Print the bundle as JSON");
+  repro_cmd->add_flag("--in-process", repro_options.in_process,
+                      "Run the scenario in this process, without the child that turns a crash into a verdict");
+  // Internal: how the isolated child reports progress to its parent.
+  repro_cmd->add_option("--progress-fd", repro_options.progress_fd)->check(CLI::Range(3, 9))->group("");
 
   std::string cache_action = "stats";
   auto* cache_cmd = app.add_subcommand("cache", "The build cache: stats, clear, path");
@@ -69,7 +89,7 @@ int main(int argc, char** argv) {
     if (bench_cmd->parsed()) return bench(bench_options);
     if (report_cmd->parsed()) return report(report_files, report_out);
     if (compare_cmd->parsed()) return compare(baseline, current, threshold, markdown);
-    if (repro_cmd->parsed()) return repro(scenario, json);
+    if (repro_cmd->parsed()) return repro(repro_options);
     if (cache_cmd->parsed()) return cache(cache_action);
     if (info_cmd->parsed()) return info();
   } catch (const cujit::Error& error) {
@@ -81,3 +101,5 @@ int main(int argc, char** argv) {
   }
   return exit_usage;
 }
+
+}  // namespace

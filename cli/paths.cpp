@@ -1,11 +1,12 @@
 #include "paths.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <iostream>
+
+#include "output.hpp"
+#include "spawn.hpp"
 
 namespace cujit::cli {
 
@@ -24,11 +25,39 @@ std::filesystem::path fixture_dir() { return build_dir() / "scenarios" / "fixtur
 std::string python() {
   if (const char* value = std::getenv("CUJIT_PYTHON"); value != nullptr && *value != '\0') return value;
   // The first interpreter that can import matplotlib: the one on PATH (a venv, the GPU
-  // machine's) or Debian's, where python3-matplotlib installs.
-  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
-    if (run_command(std::string(candidate) + " -c 'import matplotlib' > /dev/null 2>&1") == 0) return candidate;
+  // machine's) or Debian's, where python3-matplotlib installs. Probed once per process.
+  static const std::string chosen = [] {
+    for (const char* candidate : {"python3", "/usr/bin/python3"}) {
+      ChildSpec probe = child_spec({candidate, "-c", "import matplotlib"});
+      probe.out = probe.err = Sink::null;
+      const ChildExit exit = run_child(probe);
+      if (exit.exited() && exit.exit_code == 0) return std::string(candidate);
+    }
+    return std::string("python3");
+  }();
+  return chosen;
+}
+
+int run_report_script(const std::string& script, const std::vector<std::string>& args) {
+  const std::string path = (source_dir() / "reports" / script).string();
+  ChildSpec spec = child_spec({python(), path});
+  spec.out = spec.err = Sink::capture;
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  Tail errors(16384);
+  const ChildExit exit = run_child(spec, [&](Stream stream, std::string_view text) {
+    if (stream == Stream::out) {
+      std::cout << text;
+    } else {
+      std::cerr << text;
+      errors.append(text);
+    }
+  });
+  if (!exit.started()) throw CliError(script + ": " + describe(exit) + " (the Python is CUJIT_PYTHON or python3)");
+  if (!exit.exited()) throw CliError(script + " " + describe(exit));
+  if (errors.text().find("Traceback (most recent call last):") != std::string::npos) {
+    throw CliError(script + " failed with a Python exception (above): " + errors.last_line());
   }
-  return "python3";
+  return exit.exit_code;
 }
 
 std::filesystem::path default_out_dir() {
@@ -36,14 +65,6 @@ std::filesystem::path default_out_dir() {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
   return std::filesystem::path("cujit-out") / stamp;
-}
-
-std::string quoted(const std::string& text) { return "'" + text + "'"; }
-
-int run_command(const std::string& command) {
-  const int status = std::system(command.c_str());
-  if (status == -1) return 2;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
 }
 
 }  // namespace cujit::cli

@@ -5,22 +5,24 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace cujit::cli {
 
 std::filesystem::path build_dir();
 std::filesystem::path source_dir();
 std::filesystem::path fixture_dir();
-// The Python that has matplotlib: CUJIT_PYTHON, else the first of python3 on PATH and
-// /usr/bin/python3 (Debian's, where python3-matplotlib installs) that can import it.
+// The Python that has matplotlib: CUJIT_PYTHON (one executable, not a command line),
+// else the first of python3 on PATH and /usr/bin/python3 (Debian's, where
+// python3-matplotlib installs) that can import it.
 std::string python();
 // A fresh "cujit-out/<UTC timestamp>" under the current directory.
 std::filesystem::path default_out_dir();
 
-// `text` in single quotes, for a word of a run_command line.
-std::string quoted(const std::string& text);
-
-// Runs a shell command, streaming its output; returns its exit status.
-int run_command(const std::string& command);
+// Runs reports/<script> with python() and `args` (an argument vector: no shell), its
+// stdout copied to ours and its stderr to ours. A script that died of an uncaught
+// exception (Python exits 1 with a traceback, which would read as "failures found") or
+// could not start is an environment error: CliError naming the script.
+int run_report_script(const std::string& script, const std::vector<std::string>& args);
 
 }  // namespace cujit::cli

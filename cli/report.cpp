@@ -1,16 +1,20 @@
 // cujit report: the HTML report (reports/report.py), run with the Python that has
-// matplotlib.
+// matplotlib. Arguments reach the script as an argument vector: "--out=DIR" and the files
+// after "--", so that no name can be read as an option.
 #include "commands.hpp"
+#include "output.hpp"
 #include "paths.hpp"
 
 namespace cujit::cli {
 
 int report(const std::vector<std::string>& json_files, const std::filesystem::path& out) {
-  std::string command = python() + " " + quoted((source_dir() / "reports" / "report.py").string()) +
-                        " --out " + quoted(out.string());
-  for (const std::string& file : json_files) command += " " + quoted(file);
-  const int status = run_command(command);
-  return status == 0 ? exit_ok : (status == 1 ? exit_failures : exit_usage);
+  for (const std::string& file : json_files) require_input_file(file, "report: input");
+  make_output_dir(out, "report: --out");
+  std::vector<std::string> args{"--out=" + out.string(), "--"};
+  args.insert(args.end(), json_files.begin(), json_files.end());
+  const int status = run_report_script("report.py", args);
+  // report.py exits 0 or 2 (a file it cannot read); it has no "failures found".
+  return status == 0 ? exit_ok : exit_usage;
 }
 
 }  // namespace cujit::cli

@@ -1,24 +1,192 @@
 // cujit repro: run one scenario file and print its diagnostic bundle.
+//
+// By default the scenario runs in a child process (this program again, with --in-process
+// and a progress descriptor), so that a vendor library that crashes on the scenario's
+// inputs (SIGSEGV, SIGFPE, SIGABRT inside NVRTC, nvJitLink or the driver) becomes a
+// verdict, "crashed: SIGSEGV", with what the child was doing and printed last, and exit 3
+// rather than a dead command. The child writes the bundle to the standard output it
+// shares with this process; its stderr passes through here.
+//
+// CUJIT_LINKER forces the backend of every step (the scenario file's "backend" included),
+// as it forces every link of a process; an unknown value is a usage error.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "cujit/error.hpp"
+#include "output.hpp"
 #include "paths.hpp"
 #include "runner/scenario_file.hpp"
 #include "runner/scenario_render.hpp"
 #include "runner/scenario_run.hpp"
+#include "spawn.hpp"
 
 namespace cujit::cli {
+namespace {
 
-int repro(const std::string& scenario, bool json) {
+constexpr int child_progress_fd = 3;
+constexpr const char* finished = "finished";
+
+const char* backend_name(scenarios::BackendChoice choice) {
+  switch (choice) {
+    case scenarios::BackendChoice::nvjitlink: return "nvjitlink";
+    case scenarios::BackendChoice::driver: return "driver";
+    case scenarios::BackendChoice::both: return "both";
+  }
+  return "?";
+}
+
+// CUJIT_LINKER, when set, replaces the file's backend choice; core's choose_backend decides
+// what the value means (and refuses an unknown one, naming it).
+void apply_linker_environment(scenarios::Scenario& scenario, bool announce) {
+  const char* value = std::getenv("CUJIT_LINKER");
+  if (value == nullptr || *value == '\0') return;
+  const LinkerBackend backend = choose_backend(std::nullopt, value);
+  const auto forced = backend == LinkerBackend::driver ? scenarios::BackendChoice::driver
+                                                       : scenarios::BackendChoice::nvjitlink;
+  if (announce && forced != scenario.backend) {
+    std::cerr << "cujit repro: CUJIT_LINKER=" << value << ": every step runs through " << to_string(backend)
+              << " (the file says " << backend_name(scenario.backend) << ")\n";
+  }
+  scenario.backend = forced;
+}
+
+// One line of progress to the parent (nothing without a progress descriptor).
+void progress(int fd, const std::string& line) {
+  if (fd < 0) return;
+  const std::string text = line + "\n";
+  // Best effort: a parent that stopped listening loses only the progress.
+  [[maybe_unused]] const ssize_t ignored = ::write(fd, text.data(), text.size());
+}
+
+// TEST SEAM, documented in docs/cli.md: in the isolated child only (never with
+// --in-process alone), CUJIT_TEST_REPRO_CRASH=SIGSEGV (or SIGFPE, SIGABRT, SIGBUS, SIGILL)
+// makes the child die of that signal where a vendor library would, so that the
+// conformance suite can show a real crash becoming a verdict.
+void test_seam_crash() {
+  const char* value = std::getenv("CUJIT_TEST_REPRO_CRASH");
+  if (value == nullptr || *value == '\0') return;
+  const int signal = signal_number(value);
+  if (signal != SIGSEGV && signal != SIGFPE && signal != SIGABRT && signal != SIGBUS && signal != SIGILL) return;
+  std::cerr << "cujit repro: test seam CUJIT_TEST_REPRO_CRASH: raising " << signal_name(signal) << std::endl;
+  std::signal(signal, SIG_DFL);  // past any handler (a sanitizer's), as an unhandled crash
+  std::raise(signal);
+}
+
+std::string what_runs(const scenarios::Scenario& scenario) {
+  std::string backends;
+  for (LinkerBackend backend : scenario.backends()) backends += (backends.empty() ? "" : " and ") + std::string(to_string(backend));
+  return "running scenario '" + scenario.name + "' (" + std::to_string(scenario.steps.size()) + " step" +
+         (scenario.steps.size() == 1 ? "" : "s") + " through " + backends + ")";
+}
+
+int run_here(const ReproOptions& options) {
+  const int fd = options.progress_fd;
   try {
-    const scenarios::ScenarioReport report = scenarios::run_scenario(scenarios::load_scenario(scenario), fixture_dir());
-    std::cout << (json ? scenarios::render_json(report) + "\n" : scenarios::render_text(report));
+    progress(fd, "loading " + options.scenario);
+    scenarios::Scenario scenario = scenarios::load_scenario(options.scenario);
+    apply_linker_environment(scenario, true);
+    progress(fd, what_runs(scenario));
+    if (fd >= 0) test_seam_crash();
+    const scenarios::ScenarioReport report = scenarios::run_scenario(scenario, fixture_dir());
+    progress(fd, "printing the bundle");
+    std::cout << (options.json ? scenarios::render_json(report) + "\n" : scenarios::render_text(report));
+    progress(fd, finished);
     return report.verdict == scenarios::Verdict::as_expected ? exit_ok : exit_failures;
+  } catch (const Error& error) {
+    std::cerr << "cujit repro: " << error.what() << "\n";
+    progress(fd, finished);
+    return exit_usage;
+  }
+}
+
+// The verdict for a child that died (or exited without finishing): text or JSON.
+void print_crash(const ReproOptions& options, const scenarios::Scenario& scenario, const ChildExit& exit,
+                 const std::string& doing, const std::string& last_output) {
+  const std::string verdict = exit.signal != 0 ? describe(exit) : "died: " + describe(exit) + " before finishing";
+  if (options.json) {
+    nlohmann::json doc;
+    doc["scenario"] = scenario.name;
+    doc["file"] = options.scenario;
+    doc["verdict"] = verdict;
+    doc["signal"] = exit.signal != 0 ? nlohmann::json(signal_name(exit.signal)) : nlohmann::json(nullptr);
+    doc["exit_status"] = exit.signal == 0 ? nlohmann::json(exit.exit_code) : nlohmann::json(nullptr);
+    doc["while"] = doing;
+    doc["last_output"] = last_output;
+    std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  std::cout << "scenario: " << scenario.name << "\n"
+            << "file: " << options.scenario << "\n"
+            << "verdict: " << verdict << "\n"
+            << "  the process running the scenario died while " << (doing.empty() ? "starting" : doing) << "\n";
+  if (!last_output.empty()) {
+    std::cout << "  its last output:\n";
+    std::size_t start = 0;
+    while (start < last_output.size()) {
+      const std::size_t end = last_output.find('\n', start);
+      std::cout << "    " << last_output.substr(start, end == std::string::npos ? std::string::npos : end - start) << "\n";
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  std::cout << "  (cujit repro --in-process runs the scenario in this process instead)\n";
+}
+
+// The last `count` complete lines of `text` (a tail may start inside a line).
+std::string last_lines(const std::string& text, std::size_t count) {
+  std::size_t start = text.size();
+  if (start > 0 && text.back() == '\n') --start;
+  for (std::size_t lines = 0; start > 0 && lines < count; ++lines) {
+    const std::size_t newline = text.rfind('\n', start - 1);
+    if (newline == std::string::npos) return text.size() < 4096 ? text : text.substr(text.find('\n') + 1);
+    start = newline;
+  }
+  return text.substr(start == 0 ? 0 : start + 1);
+}
+
+int run_isolated(const ReproOptions& options) {
+  // Loaded here too, so that a wrong file or CUJIT_LINKER is exit 2 without a child, and
+  // a crash can be reported under the scenario's name.
+  scenarios::Scenario scenario;
+  try {
+    scenario = scenarios::load_scenario(options.scenario);
+    apply_linker_environment(scenario, false);
   } catch (const Error& error) {
     std::cerr << "cujit repro: " << error.what() << "\n";
     return exit_usage;
   }
+  ChildSpec child = child_spec({self_executable(), "repro", "--in-process", "--progress-fd",
+                                std::to_string(child_progress_fd)});
+  if (options.json) child.argv.emplace_back("--json");
+  child.argv.insert(child.argv.end(), {"--", options.scenario});
+  child.err = Sink::capture;
+  child.report_fd = child_progress_fd;
+  Tail errors(4096), steps(4096);
+  const ChildExit exit = run_child(child, [&](Stream stream, std::string_view text) {
+    if (stream == Stream::report) {
+      steps.append(text);
+      return;
+    }
+    std::cerr << text << std::flush;
+    errors.append(text);
+  });
+  if (!exit.started()) throw CliError("repro: cannot run the scenario in a child process: " + describe(exit));
+  const std::string doing = steps.last_line();
+  if (exit.exited() && doing == finished) return exit.exit_code;
+  std::cerr << "cujit repro: the process running scenario '" << scenario.name << "' " << describe(exit) << "\n";
+  print_crash(options, scenario, exit, doing, last_lines(errors.text(), 20));
+  return exit_crashed;
+}
+
+}  // namespace
+
+int repro(const ReproOptions& options) {
+  return options.in_process ? run_here(options) : run_isolated(options);
 }
 
 }  // namespace cujit::cli

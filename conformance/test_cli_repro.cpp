@@ -1,13 +1,9 @@
 // Every bad-input case of the linking conformance through `cujit repro`: exit 1 (not as
-// expected) or 2 (usage / environment), a message naming the input, never a crash.
+// expected) or 2 (usage / environment), a message naming the input, never a crash; both
+// in the isolated child (the default) and in process.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
-#include <memory>
-
-#include "support/fixtures.hpp"
+#include "cli_test_support.hpp"
 
 namespace cujit {
 namespace {
@@ -51,27 +47,17 @@ std::vector<BadInput> cases() {
   };
 }
 
-struct Outcome {
-  int exit_code = -1;
-  bool signaled = false;
-  std::string output;
-};
-
-Outcome run(const std::string& command) {
-  Outcome out;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) out.output += buffer.data();
-  const int status = ::pclose(pipe);
-  out.signaled = WIFSIGNALED(status);
-  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+test::cli::Run repro(std::vector<std::string> args) {
+  test::cli::Spec spec;
+  spec.args = std::move(args);
+  spec.args.insert(spec.args.begin(), "repro");
+  spec.unset = {"CUJIT_LINKER", "CUJIT_TEST_REPRO_CRASH", "CUJIT_BUILD_DIR"};
+  return test::cli::run_cujit(spec);
 }
 
-class CliRepro : public ::testing::TestWithParam<BadInput> {};
+class HostileCliRepro : public ::testing::TestWithParam<BadInput> {};
 
-TEST_P(CliRepro, BadInputExitsCleanlyNamingTheProblem) {
+TEST_P(HostileCliRepro, BadInputExitsCleanlyNamingTheProblem) {
   const BadInput& c = GetParam();
   test::TempDir dir;
   if (!c.file.empty()) dir.write(c.file, c.bytes);
@@ -79,26 +65,30 @@ TEST_P(CliRepro, BadInputExitsCleanlyNamingTheProblem) {
   const auto scenario = dir.write("scenario.json", R"({"schema": 1, "name": ")" + std::string(c.name) +
                                                        R"(", "inputs": )" + c.input +
                                                        R"(, "expect": {"outcome": "success"}})");
-  const Outcome out = run(std::string(CUJIT_CLI_BINARY) + " repro " + scenario.string());
-  EXPECT_FALSE(out.signaled) << out.output;
-  EXPECT_TRUE(out.exit_code == 1 || out.exit_code == 2) << "exit " << out.exit_code << "\n" << out.output;
-  EXPECT_NE(out.output.find(c.named), std::string::npos) << out.output;
-  EXPECT_NE(out.output.find("not as expected"), std::string::npos) << out.output;
+  for (const bool in_process : {false, true}) {
+    SCOPED_TRACE(in_process ? "in process" : "isolated");
+    const auto out = in_process ? repro({"--in-process", scenario.string()}) : repro({scenario.string()});
+    EXPECT_EQ(out.signal, 0) << out.all();
+    EXPECT_TRUE(out.exit_code == 1 || out.exit_code == 2) << "exit " << out.exit_code << "\n" << out.all();
+    EXPECT_NE(out.all().find(c.named), std::string::npos) << out.all();
+    EXPECT_NE(out.all().find("not as expected"), std::string::npos) << out.all();
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, CliRepro, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Cases, HostileCliRepro, ::testing::ValuesIn(cases()),
                          [](const auto& bad) { return std::string(bad.param.name); });
 
-TEST(CliReproUsage, MalformedFileAndMissingFileAreExit2) {
+TEST(HostileCliReproUsage, MalformedFileAndMissingFileAreExit2) {
   test::TempDir dir;
   const auto bad = dir.write("bad.json", "{ nope");
-  const Outcome malformed = run(std::string(CUJIT_CLI_BINARY) + " repro " + bad.string());
-  EXPECT_EQ(malformed.exit_code, 2) << malformed.output;
-  EXPECT_NE(malformed.output.find("bad.json"), std::string::npos) << malformed.output;
-  const Outcome missing = run(std::string(CUJIT_CLI_BINARY) + " repro " + (dir.path() / "none.json").string());
-  EXPECT_EQ(missing.exit_code, 2) << missing.output;
-  const Outcome usage = run(std::string(CUJIT_CLI_BINARY) + " repro");
-  EXPECT_EQ(usage.exit_code, 2) << usage.output;
+  const auto malformed = repro({bad.string()});
+  EXPECT_EQ(malformed.exit_code, 2) << malformed.all();
+  EXPECT_NE(malformed.err.find("bad.json"), std::string::npos) << malformed.all();
+  const auto missing = repro({(dir.path() / "none.json").string()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.all();
+  EXPECT_NE(missing.err.find("none.json"), std::string::npos) << missing.all();
+  const auto usage = repro({});
+  EXPECT_EQ(usage.exit_code, 2) << usage.all();
 }
 
 }  // namespace

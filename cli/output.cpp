@@ -1,0 +1,94 @@
+#include "output.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+namespace cujit::cli {
+
+std::string shown(const std::string& text) { return "'" + text + "'"; }
+
+OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw CliError("cannot create " + shown(path_.string()) + ": " + std::strerror(errno));
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void OutputFile::write(std::string_view bytes) noexcept {
+  while (error_ == 0 && !bytes.empty()) {
+    const ssize_t wrote = ::write(fd_, bytes.data(), bytes.size());
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      error_ = wrote < 0 ? errno : EIO;
+      return;
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(wrote));
+  }
+}
+
+std::string OutputFile::error() const {
+  return error_ == 0 ? std::string() : "cannot write " + shown(path_.string()) + ": " + std::strerror(error_);
+}
+
+void OutputFile::finish() {
+  if (fd_ >= 0) {
+    if (::close(fd_) != 0 && error_ == 0) error_ = errno;
+    fd_ = -1;
+  }
+  if (error_ != 0) throw CliError(error());
+}
+
+void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  OutputFile file(path);
+  file.write(bytes);
+  file.finish();
+}
+
+void make_output_dir(const std::filesystem::path& dir, const std::string& argument) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) throw CliError(argument + " " + shown(dir.string()) + ": cannot create the directory: " + error.message());
+  if (!std::filesystem::is_directory(dir, error)) {
+    throw CliError(argument + " " + shown(dir.string()) + ": is not a directory");
+  }
+}
+
+void require_input_file(const std::string& path, const std::string& argument) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    throw CliError(argument + " " + shown(path) + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(info.st_mode)) throw CliError(argument + " " + shown(path) + ": is not a regular file");
+  if (::access(path.c_str(), R_OK) != 0) throw CliError(argument + " " + shown(path) + ": " + std::strerror(errno));
+}
+
+namespace {
+std::string stdout_target() {
+  std::error_code error;
+  const auto target = std::filesystem::read_symlink("/proc/self/fd/1", error);
+  return error ? std::string("standard output") : "standard output (" + target.string() + ")";
+}
+}  // namespace
+
+bool finish_stdout() {
+  errno = 0;
+  std::cout.flush();
+  int reason = errno;
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  if (errno != 0) reason = errno;
+  if (flushed && std::cout.good() && std::ferror(stdout) == 0) return true;
+  std::cerr << "cujit: cannot write " << stdout_target() << ": "
+            << (reason != 0 ? std::strerror(reason) : "write failed") << "\n";
+  return false;
+}
+
+}  // namespace cujit::cli

@@ -1,0 +1,60 @@
+#pragma once
+// Checked output for the cujit command: every file it writes and its standard output.
+// A write that fails is an error naming the path, never a silent exit 0.
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace cujit::cli {
+
+// A usage or environment error (exit 2) whose message names the argument or path at fault.
+class CliError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "--out 'DIR'" style naming for messages: the text as given, in single quotes.
+std::string shown(const std::string& text);
+
+// A file written in pieces (a child's log, as it arrives). The first failed write is kept
+// and later writes are dropped, so that a child's output can be drained to its end before
+// the failure is reported; finish() closes and throws CliError naming the path.
+class OutputFile {
+ public:
+  // Creates or truncates `path`; throws CliError naming it when it cannot be opened.
+  explicit OutputFile(std::filesystem::path path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  void write(std::string_view bytes) noexcept;
+  bool ok() const noexcept { return error_ == 0; }
+  // The failure as "cannot write 'PATH': reason"; empty when none.
+  std::string error() const;
+  // Closes the file; throws CliError when any write (or the close) failed.
+  void finish();
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  int error_ = 0;
+};
+
+// Writes `bytes` to `path` (created or truncated); throws CliError naming it on failure.
+void write_file(const std::filesystem::path& path, std::string_view bytes);
+
+// Creates the output directory given as `argument` (e.g. "--out"); throws CliError naming
+// the argument and the path when it cannot be created or is not a directory.
+void make_output_dir(const std::filesystem::path& dir, const std::string& argument);
+
+// Throws CliError naming `argument` when `path` is not a readable regular file.
+void require_input_file(const std::string& path, const std::string& argument);
+
+// Flushes standard output. When anything written to it failed, prints an error naming
+// what it is (e.g. /dev/full) to stderr and returns false.
+bool finish_stdout();
+
+}  // namespace cujit::cli
