@@ -39,8 +39,11 @@ if cmake --preset fuzz > "$out/fuzz-configure.log" 2>&1 &&
     corpus=$(mktemp -d)
     cp -r "fuzz/corpus/$target/." "$corpus/"
     mkdir -p "$out/crashes/$target"
+    # A target's dictionary (fuzz/dict/<target>.dict), when it has one.
+    dict=()
+    if [ -f "fuzz/dict/$target.dict" ]; then dict=("-dict=$PWD/fuzz/dict/$target.dict"); fi
     (cd "$out/crashes/$target" && "../../../fuzz/fuzz/fuzz_$target" -max_total_time="${CUJIT_FUZZ_SECONDS:-60}" \
-        -print_final_stats=1 "$corpus" > "../../fuzz-$target.log" 2>&1)
+        "${dict[@]}" -print_final_stats=1 "$corpus" > "../../fuzz-$target.log" 2>&1)
     result=$?
     runs=$(grep -oE "stat::number_of_executed_units: [0-9]+" "$out/fuzz-$target.log" | grep -oE "[0-9]+$")
     crashes=$(ls "$out/crashes/$target" | wc -l)

@@ -1,14 +1,25 @@
-// The scenario file's schema: JSON in, a typed Scenario out, every defect an
-// Error(usage) naming the file and the field. The checks run in the order the format
-// lists the fields, so a file with several defects reports the first of them.
+// The scenario file's schema: JSON in, a typed Scenario out, every defect a
+// ScenarioFileError naming the file and the field's JSON path ("steps[1].options.lto").
+// Every field is checked for its JSON type and its range before it is converted (nothing
+// here calls json::get on a value it has not checked), and unknown fields are refused. The
+// checks run in the order the format lists the fields, so a file with several defects
+// reports the first of them.
 #include "runner/scenario_file.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
-#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <set>
+#include <string_view>
+#include <system_error>
 #include <utility>
+
+#include "support/file_io.hpp"
 
 namespace cujit::scenarios {
 
@@ -27,6 +38,14 @@ std::vector<LinkerBackend> Scenario::backends() const {
   return out;
 }
 
+std::filesystem::path committed_fixture_sources() {
+#ifdef CUJIT_SCENARIO_FIXTURE_SOURCES
+  return CUJIT_SCENARIO_FIXTURE_SOURCES;
+#else
+  return {};
+#endif
+}
+
 namespace {
 
 using json = nlohmann::json;
@@ -39,117 +58,298 @@ constexpr std::array error_kinds{ErrorKind::compile, ErrorKind::link,  ErrorKind
                                  ErrorKind::unsupported, ErrorKind::cuda, ErrorKind::nrt,
                                  ErrorKind::cache,   ErrorKind::usage, ErrorKind::io};
 
-class Reader {
+// Text from the file, quoted and escaped as JSON (control characters, invalid UTF-8) and
+// cut short, so that a message never carries raw bytes of the file.
+std::string quote(std::string_view text, std::size_t shown = 60) {
+  std::string out = json(std::string(text.substr(0, shown))).dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > shown) out.insert(out.size() - 1, "...");
+  return out;
+}
+
+// What a value is, for "must be X, not Y".
+std::string describe(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return value.get<bool>() ? "true" : "false";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float: return "the number " + value.dump();
+    case json::value_t::string: return "the string " + quote(value.get_ref<const std::string&>());
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    default: return "a value of another kind";
+  }
+}
+
+// A field's key as a step of a JSON path: ".lto", or ["odd key"] when it is not a plain name.
+std::string path_step(std::string_view key) {
+  const bool plain = !key.empty() && key.size() <= 60 &&
+                     key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+                         std::string_view::npos;
+  return plain ? "." + std::string(key) : "[" + quote(key) + "]";
+}
+
+std::string join(std::initializer_list<const char*> names) {
+  std::string out;
+  for (const char* name : names) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+// A JSON value and where it is in the file. Every accessor checks the type (and range)
+// first and fails naming the file and the path.
+class Field {
  public:
-  explicit Reader(fs::path path) : path_(std::move(path)) {}
-  [[noreturn]] void fail(const std::string& what) const { fail_scenario_file(path_, what); }
+  Field(const fs::path& file, const json& value, std::string where)
+      : file_(&file), value_(&value), where_(std::move(where)) {}
 
-  json load() const {
-    std::ifstream in(path_);
-    if (!in) fail("cannot be read");
-    try {
-      return json::parse(in);
-    } catch (const json::exception& error) {
-      // parse_error, and also out_of_range for a number no double holds (found by
-      // fuzz_scenario: "33...E3333" used to terminate the process).
-      fail(std::string("is not valid JSON: ") + error.what());
-    }
+  const std::string& where() const noexcept { return where_; }
+  const fs::path& file() const noexcept { return *file_; }
+  const json& value() const noexcept { return *value_; }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    fail_scenario_file(*file_, (where_.empty() ? std::string("the top level") : where_) + " " + what);
+  }
+  [[noreturn]] void wrong_type(const std::string& wanted) const {
+    fail("must be " + wanted + ", not " + describe(*value_));
   }
 
-  // The field's value, or `fallback` when it is absent.
-  template <class T>
-  T get(const json& object, const char* key, const T& fallback) const {
-    if (!object.contains(key)) return fallback;
-    try {
-      return object.at(key).get<T>();
-    } catch (const json::exception&) {
-      fail(std::string("field '") + key + "' has the wrong type");
+  // An object whose fields all appear in `known`.
+  void object(std::initializer_list<const char*> known) const {
+    if (!value_->is_object()) wrong_type("an object");
+    for (const auto& item : value_->items()) {
+      bool found = false;
+      for (const char* name : known) found = found || item.key() == name;
+      if (!found) {
+        fail_scenario_file(*file_, "unknown field " + child_where(item.key()) + " (the fields here are " +
+                                       join(known) + "; see docs/scenario-format.md)");
+      }
     }
   }
-
-  // Parses a type name, naming the field when cujit rejects it.
-  Type type(const std::string& field, const std::string& text) const {
-    try {
-      return Type::parse(text);
-    } catch (const Error& error) {
-      fail(field + ": " + error.message());
-    }
+  bool has(const char* key) const { return value_->contains(key); }
+  Field at(const char* key) const {
+    if (!has(key)) fail_scenario_file(*file_, child_where(key) + " is missing");
+    return Field(*file_, (*value_)[key], child_where(key));
+  }
+  std::optional<Field> find(const char* key) const {
+    if (!has(key)) return std::nullopt;
+    return at(key);
   }
 
-  const fs::path& path() const { return path_; }
+  std::vector<Field> array() const {
+    if (!value_->is_array()) wrong_type("an array");
+    std::vector<Field> items;
+    for (std::size_t i = 0; i < value_->size(); ++i) {
+      items.emplace_back(*file_, (*value_)[i], where_ + "[" + std::to_string(i) + "]");
+    }
+    return items;
+  }
+
+  std::string string() const {
+    if (!value_->is_string()) wrong_type("a string");
+    return value_->get<std::string>();
+  }
+  std::string non_empty_string() const {
+    std::string text = string();
+    if (text.empty()) fail("must not be empty");
+    return text;
+  }
+  bool boolean() const {
+    if (!value_->is_boolean()) wrong_type("true or false");
+    return value_->get<bool>();
+  }
+  // An integer (not 1.0, not 1e3) from min to max.
+  std::int64_t integer(std::int64_t min, std::int64_t max) const {
+    const std::string range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    if (!value_->is_number_integer()) wrong_type(range);
+    if (value_->is_number_unsigned()) {
+      const auto value = value_->get<std::uint64_t>();
+      if (max < 0 || value > static_cast<std::uint64_t>(max)) wrong_type(range);
+      return static_cast<std::int64_t>(value);
+    }
+    const auto value = value_->get<std::int64_t>();
+    if (value < min || value > max) wrong_type(range);
+    return value;
+  }
+  std::uint64_t unsigned_integer(std::uint64_t min, std::uint64_t max) const {
+    const std::string range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    if (!value_->is_number_unsigned()) wrong_type(range);
+    const auto value = value_->get<std::uint64_t>();
+    if (value < min || value > max) wrong_type(range);
+    return value;
+  }
+  // Any finite number no larger in magnitude than `limit`.
+  double number(double limit = std::numeric_limits<double>::max()) const {
+    if (!value_->is_number()) wrong_type("a number");
+    const double value = value_->get<double>();
+    if (!std::isfinite(value) || std::fabs(value) > limit) {
+      wrong_type(limit < std::numeric_limits<double>::max() ? "a number of magnitude at most " + json(limit).dump()
+                                                            : std::string("a finite number"));
+    }
+    return value;
+  }
+  // One of `choices`.
+  std::string one_of(std::initializer_list<const char*> choices) const {
+    const std::string text = value_->is_string() ? value_->get<std::string>() : std::string();
+    for (const char* choice : choices) {
+      if (value_->is_string() && text == choice) return text;
+    }
+    wrong_type("one of " + join(choices));
+  }
 
  private:
-  fs::path path_;
+  std::string child_where(std::string_view key) const {
+    const std::string step = path_step(key);
+    return where_.empty() && step.front() == '.' ? step.substr(1) : where_ + step;
+  }
+
+  const fs::path* file_;
+  const json* value_;
+  std::string where_;
 };
+
+// ---- reading the file ----------------------------------------------------------------------
+
+std::string read_text(const fs::path& path) {
+  try {
+    return detail::read_file(path, "scenario file", max_scenario_file_bytes);
+  } catch (const Error& error) {
+    fail_scenario_file(path, "cannot be read: " + error.message());
+  }
+}
+
+// Parses the text, refusing a field that appears twice in one object (JSON keeps the last
+// silently, so the first would be ignored).
+json parse(const fs::path& path, const std::string& text) {
+  std::vector<std::set<std::string>> open;  // the keys of every object being parsed
+  const json::parser_callback_t callback = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open.emplace_back();
+    } else if (event == json::parse_event_t::object_end && !open.empty()) {
+      open.pop_back();
+    } else if (event == json::parse_event_t::key && !open.empty() && parsed.is_string() &&
+               !open.back().insert(parsed.get<std::string>()).second) {
+      fail_scenario_file(path, "is not valid: the field " + quote(parsed.get<std::string>()) +
+                                   " appears twice in one object");
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, callback);
+  } catch (const json::exception& error) {
+    // parse_error, and also out_of_range for a number no double holds (found by
+    // fuzz_scenario: "33...E3333" used to terminate the process).
+    fail_scenario_file(path, std::string("is not valid JSON: ") + error.what());
+  }
+}
+
+// ---- where inputs may be ----------------------------------------------------------------
+
+// `path` with every symlink and ".." resolved as far as it exists.
+std::optional<fs::path> resolved(const fs::path& path) {
+  std::error_code error;
+  const fs::path absolute = fs::absolute(path, error);
+  if (error) return std::nullopt;
+  fs::path real = fs::weakly_canonical(absolute, error);
+  if (error) return std::nullopt;
+  return real;
+}
+
+bool inside(const fs::path& path, const fs::path& root) {
+  auto p = path.begin();
+  for (const fs::path& part : root) {
+    if (part.empty()) continue;  // a trailing separator
+    if (p == path.end() || *p != part) return false;
+    ++p;
+  }
+  return true;
+}
+
+// Throws naming `field` (which holds `shown`) unless `path`, resolved, lies inside one of
+// `roots`.
+void check_confined(const fs::path& scenario_file, const std::string& field, const std::string& shown,
+                    const fs::path& path, const std::vector<fs::path>& roots, const std::string& allowed) {
+  constexpr std::size_t path_chars = 400;
+  const std::optional<fs::path> real = resolved(path);
+  if (!real) fail_scenario_file(scenario_file, field + " " + quote(shown, path_chars) + " cannot be resolved");
+  for (const fs::path& root : roots) {
+    if (inside(*real, root)) return;
+  }
+  fail_scenario_file(scenario_file, field + " " + quote(shown, path_chars) + " leads outside " + allowed + " (to " +
+                                        quote(real->string(), path_chars) +
+                                        "); only a scenario one trusts may do that: "
+                                        "LoadOptions::allow_paths_outside");
+}
+
+const std::string outside_paths = "the scenario file's directory and the fixture set";
+
+bool has_nul(const std::string& text) { return text.find('\0') != std::string::npos; }
 
 // ---- options, expectations, steps ------------------------------------------------------
 
-void apply_options(const Reader& reader, const json& object, StepOptions& options) {
-  if (!object.is_object()) reader.fail("'options' must be an object");
-  for (const auto& [key, value] : object.items()) {
-    if (key == "arch") {
-      if (!value.is_string()) reader.fail("option 'arch' has the wrong type");
-      options.arch = value.get<std::string>();
-    } else if (key == "lto" || key == "debug" || key == "lineinfo" || key == "nrt_global") {
-      if (!value.is_boolean()) reader.fail("option '" + key + "' has the wrong type");
-      const bool on = value.get<bool>();
-      if (key == "lto") options.lto = on;
-      else if (key == "debug") options.debug = on;
-      else if (key == "lineinfo") options.lineinfo = on;
-      else options.nrt_global = on;
-    } else if (key == "nrt") {
-      if (!value.is_boolean() && !value.is_null()) reader.fail("option 'nrt' has the wrong type");
-      options.nrt = value.is_null() ? std::nullopt : std::optional<bool>(value.get<bool>());
-    } else {
-      reader.fail("unknown option '" + key + "'");
-    }
+void apply_options(const Field& object, StepOptions& options) {
+  object.object({"arch", "lto", "debug", "lineinfo", "nrt", "nrt_global"});
+  if (auto f = object.find("arch")) options.arch = f->non_empty_string();
+  if (auto f = object.find("lto")) options.lto = f->boolean();
+  if (auto f = object.find("debug")) options.debug = f->boolean();
+  if (auto f = object.find("lineinfo")) options.lineinfo = f->boolean();
+  if (auto f = object.find("nrt")) {
+    if (f->value().is_null()) options.nrt = std::nullopt;
+    else if (f->value().is_boolean()) options.nrt = f->boolean();
+    else f->wrong_type("true, false or null");
   }
+  if (auto f = object.find("nrt_global")) options.nrt_global = f->boolean();
 }
 
-std::optional<ErrorKind> read_error_kind(const Reader& reader, const json& object) {
-  const std::string name = reader.get<std::string>(object, "kind", "");
-  if (name.empty()) return std::nullopt;
+std::optional<ErrorKind> read_error_kind(const Field& object) {
+  const auto field = object.find("kind");
+  if (!field) return std::nullopt;
+  std::string known;
+  for (ErrorKind kind : error_kinds) known += (known.empty() ? "" : ", ") + std::string(to_string(kind));
+  if (!field->value().is_string()) field->wrong_type("one of " + known);
+  const std::string name = field->string();
   for (ErrorKind kind : error_kinds) {
     if (to_string(kind) == name) return kind;
   }
-  std::string known;
-  for (ErrorKind kind : error_kinds) known += (known.empty() ? "" : ", ") + std::string(to_string(kind));
-  reader.fail("'kind' must be one of " + known + ", not '" + name + "'");
+  field->wrong_type("one of " + known);
 }
 
-ErrorMatch read_error_match(const Reader& reader, const json& object) {
-  return ErrorMatch{read_error_kind(reader, object), reader.get<std::string>(object, "message", "")};
+std::string read_message(const Field& object) {
+  const auto field = object.find("message");
+  return field ? field->string() : std::string();
 }
 
-Expectation read_expectation(const Reader& reader, const json& object) {
-  if (!object.is_object()) reader.fail("'expect' must be an object");
+ErrorMatch read_error_match(const Field& object) {
+  object.object({"kind", "message"});
+  return ErrorMatch{read_error_kind(object), read_message(object)};
+}
+
+Expectation read_expectation(const Field& object) {
+  object.object({"outcome", "kind", "message", "cubin_sm"});
   Expectation e;
-  const std::string outcome = reader.get<std::string>(object, "outcome", "");
-  if (outcome != "success" && outcome != "error") reader.fail("expected 'outcome' to be 'success' or 'error'");
-  e.success = outcome == "success";
-  e.error = read_error_match(reader, object);
-  if (object.contains("cubin_sm")) {
-    if (!object["cubin_sm"].is_number_integer()) reader.fail("'cubin_sm' must be an integer");
-    e.cubin_sm = object["cubin_sm"].get<int>();
-  }
+  e.success = object.at("outcome").one_of({"success", "error"}) == "success";
+  e.error = ErrorMatch{read_error_kind(object), read_message(object)};
+  if (auto f = object.find("cubin_sm")) e.cubin_sm = static_cast<int>(f->integer(0, std::numeric_limits<int>::max()));
   return e;
 }
 
-std::vector<Step> read_steps(const Reader& reader, const json& doc) {
+std::vector<Step> read_steps(const Field& doc) {
   StepOptions base;
-  if (doc.contains("options")) apply_options(reader, doc["options"], base);
+  if (auto f = doc.find("options")) apply_options(*f, base);
   std::vector<Step> steps;
-  if (!doc.contains("steps")) {
-    if (!doc.contains("expect")) reader.fail("'expect' is missing");
-    steps.push_back({base, read_expectation(reader, doc["expect"])});
+  if (!doc.has("steps")) {
+    steps.push_back({base, read_expectation(doc.at("expect"))});
     return steps;
   }
-  if (!doc["steps"].is_array()) reader.fail("'steps' must be an array");
-  for (const json& step : doc["steps"]) {
-    if (!step.is_object() || !step.contains("expect")) reader.fail("a step needs 'expect'");
+  if (doc.has("expect")) {
+    doc.at("expect").fail("cannot be given with 'steps': each step has its own 'expect'");
+  }
+  const std::vector<Field> entries = doc.at("steps").array();
+  if (entries.empty()) doc.at("steps").fail("must not be empty");
+  for (const Field& step : entries) {
+    step.object({"options", "expect"});
     Step s{base, {}};
-    if (step.contains("options")) apply_options(reader, step["options"], s.options);
-    s.expect = read_expectation(reader, step["expect"]);
+    if (auto f = step.find("options")) apply_options(*f, s.options);
+    s.expect = read_expectation(step.at("expect"));
     steps.push_back(std::move(s));
   }
   return steps;
@@ -157,218 +357,310 @@ std::vector<Step> read_steps(const Reader& reader, const json& doc) {
 
 // ---- inputs ------------------------------------------------------------------------------
 
-std::string hex_bytes(const Reader& reader, const std::string& hex) {
-  if (hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) reader.fail("patch hex is not hex");
-  if (hex.size() % 2 != 0) reader.fail("patch hex '" + hex + "' has an odd length");
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string hex_bytes(const Field& field) {
+  const std::string hex = field.string();
+  if (hex.size() % 2 != 0) field.fail("must be hex digits in pairs, not " + quote(hex) + " (an odd length)");
   std::string out;
   for (std::size_t i = 0; i < hex.size(); i += 2) {
-    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    const int high = hex_digit(hex[i]), low = hex_digit(hex[i + 1]);
+    if (high < 0 || low < 0) field.fail("must be hex digits in pairs, not " + quote(hex));
+    out += static_cast<char>(high * 16 + low);
   }
   return out;
 }
 
-std::vector<Patch> read_patches(const Reader& reader, const json& value) {
-  if (!value.is_array()) reader.fail("'patch' must be an array");
+std::vector<Patch> read_patches(const Field& value) {
   std::vector<Patch> patches;
-  for (const json& patch : value) {
-    if (!patch.is_object() || !patch.contains("offset") || !patch.contains("hex") ||
-        !patch["offset"].is_number_unsigned() || !patch["hex"].is_string()) {
-      reader.fail("a patch needs an unsigned 'offset' and a 'hex' string");
-    }
-    patches.push_back({patch["offset"].get<std::size_t>(), hex_bytes(reader, patch["hex"].get<std::string>())});
+  for (const Field& patch : value.array()) {
+    patch.object({"offset", "hex"});
+    const auto offset = patch.at("offset").unsigned_integer(0, max_input_file_bytes);
+    patches.push_back({static_cast<std::size_t>(offset), hex_bytes(patch.at("hex"))});
   }
   return patches;
 }
 
-InputAbi read_abi(const Reader& reader, const json& spec) {
-  if (!spec.is_object()) reader.fail("'abi' must be an object");
+InputAbi read_abi(const Field& spec) {
+  spec.object({"name", "signature", "params", "body", "abi", "abi_name", "output"});
   InputAbi abi;
-  abi.name = reader.get<std::string>(spec, "name", "");
-  const std::string signature = reader.get<std::string>(spec, "signature", "");
+  abi.name = spec.at("name").non_empty_string();
+  const Field signature = spec.at("signature");
   try {
-    abi.signature = Signature::parse(signature);
+    abi.signature = Signature::parse(signature.string());
   } catch (const Error& error) {
-    reader.fail("abi 'signature': " + error.message());
+    signature.fail("is not a signature: " + error.message());
   }
-  abi.params = reader.get<std::vector<std::string>>(spec, "params", {});
-  abi.body = reader.get<std::string>(spec, "body", "");
-  const std::string abi_text = reader.get<std::string>(spec, "abi", "c");
-  try {
-    abi.abi = abi::parse_abi(abi_text);
-  } catch (const Error& error) {
-    reader.fail("abi 'abi': " + error.message());
+  if (auto f = spec.find("params")) {
+    for (const Field& param : f->array()) abi.params.push_back(param.string());
   }
-  if (spec.contains("abi_name")) abi.abi_name = reader.get<std::string>(spec, "abi_name", "");
-  const std::string output = reader.get<std::string>(spec, "output", "ltoir");
-  const auto target = parse_compile_target(output);
-  if (!target || *target == CompileTarget::cubin) {
-    reader.fail("abi 'output' is '" + output + "'; expected 'ptx' or 'ltoir'");
+  if (auto f = spec.find("body")) abi.body = f->string();
+  if (auto f = spec.find("abi")) {
+    try {
+      abi.abi = abi::parse_abi(f->string());
+    } catch (const Error& error) {
+      f->fail("is not an ABI: " + error.message());
+    }
   }
-  abi.output = *target;
+  if (auto f = spec.find("abi_name")) abi.abi_name = f->string();
+  if (auto f = spec.find("output")) abi.output = f->one_of({"ptx", "ltoir"}) == "ptx" ? CompileTarget::ptx : CompileTarget::ltoir;
   return abi;
 }
 
-Input read_input(const Reader& reader, const json& entry) {
-  if (!entry.is_object()) reader.fail("an input must be an object");
-  const int sources = int(entry.contains("path")) + int(entry.contains("fixture")) +
-                      int(entry.contains("inline")) + int(entry.contains("abi"));
-  if (sources != 1) reader.fail("an input needs exactly one of 'path', 'fixture', 'inline', 'abi'");
+// A fixture's name: a relative path inside the fixture directory.
+std::string fixture_name(const Field& field) {
+  const std::string name = field.non_empty_string();
+  const fs::path path(name);
+  if (has_nul(name)) field.fail("must not contain a NUL character");
+  if (path.is_absolute() || path.has_root_path()) field.fail("must be a name in the fixture directory, not the absolute path " + quote(name));
+  for (const fs::path& part : path) {
+    if (part == "..") field.fail("must be a name in the fixture directory, not " + quote(name) + " (with '..')");
+  }
+  return name;
+}
+
+// A "path" input, resolved against the scenario file's directory and checked now (and
+// again when it runs, input_file_path).
+fs::path input_path(const Field& field, const fs::path& scenario_dir, const Scenario& scenario) {
+  const std::string text = field.non_empty_string();
+  if (has_nul(text)) field.fail("must not contain a NUL character");
+  const fs::path path(text);
+  if (scenario.allow_paths_outside) return scenario_dir / path;
+  if (path.is_absolute() || path.has_root_path()) {
+    field.fail("must be relative to the scenario file, not the absolute path " + quote(text) +
+               "; only a scenario one trusts may name any file: LoadOptions::allow_paths_outside");
+  }
+  const fs::path full = scenario_dir / path;
+  check_confined(field.file(), field.where(), text, full, scenario.input_roots, outside_paths);
+  return full;
+}
+
+Input read_input(const Field& entry, const fs::path& scenario_dir, const Scenario& scenario) {
+  entry.object({"path", "fixture", "inline", "abi", "format", "name", "nrt", "origin", "role", "patch"});
+  const int sources = int(entry.has("path")) + int(entry.has("fixture")) + int(entry.has("inline")) +
+                      int(entry.has("abi"));
+  if (sources != 1) entry.fail("needs exactly one of 'path', 'fixture', 'inline', 'abi'");
   Input input;
-  input.nrt = reader.get<bool>(entry, "nrt", false);
-  const std::string role = reader.get<std::string>(entry, "role", "link");
-  if (role != "link" && role != "source") reader.fail("'role' must be link or source, not '" + role + "'");
-  input.kernel_source = role == "source";
-  if (entry.contains("abi")) {
-    input.source = read_abi(reader, entry["abi"]);
+  input.field = entry.where();
+  if (auto f = entry.find("nrt")) input.nrt = f->boolean();
+  if (auto f = entry.find("role")) input.kernel_source = f->one_of({"link", "source"}) == "source";
+  if (entry.has("abi")) {
+    for (const char* key : {"format", "name", "origin", "patch"}) {
+      if (entry.has(key)) entry.at(key).fail("does not apply to an 'abi' input (it is compiled, not read)");
+    }
+    input.source = read_abi(entry.at("abi"));
     return input;
   }
-  if (entry.contains("path")) {
-    input.source = InputFile{reader.path().parent_path() / reader.get<std::string>(entry, "path", "")};
-  } else if (entry.contains("fixture")) {
-    input.source = InputFixture{reader.get<std::string>(entry, "fixture", "")};
+  if (entry.has("path")) {
+    input.source = InputFile{input_path(entry.at("path"), scenario_dir, scenario)};
+  } else if (entry.has("fixture")) {
+    input.source = InputFixture{fixture_name(entry.at("fixture"))};
   } else {
-    input.source = InputInline{reader.get<std::string>(entry, "inline", "")};
+    input.source = InputInline{entry.at("inline").string()};
   }
-  const std::string format_name = reader.get<std::string>(entry, "format", "");
-  if (entry.contains("format")) {
-    input.format = parse_format(format_name);
-    if (!input.format) reader.fail("input format '" + format_name + "' is not a format");
+  if (auto f = entry.find("format")) {
+    const std::string name = f->string();
+    input.format = parse_format(name);
+    if (!input.format) f->fail("is not a format: " + quote(name));
   }
-  if (entry.contains("patch")) input.patches = read_patches(reader, entry["patch"]);
-  if (entry.contains("name")) input.name = reader.get<std::string>(entry, "name", "");
+  if (auto f = entry.find("patch")) input.patches = read_patches(*f);
+  if (auto f = entry.find("name")) input.name = f->string();
   const bool is_inline = std::holds_alternative<InputInline>(input.source);
-  const std::string origin = reader.get<std::string>(entry, "origin", is_inline ? "bytes" : "file");
-  if (origin != "file" && origin != "bytes") reader.fail("'origin' must be file or bytes, not '" + origin + "'");
   // Inline text and patched bytes can only be added as data.
-  input.origin = origin == "bytes" || is_inline || !input.patches.empty() ? Origin::bytes : Origin::file;
-  if (input.origin == Origin::bytes && !input.format) reader.fail("input format '' is not a format");
+  input.origin = is_inline || !input.patches.empty() ? Origin::bytes : Origin::file;
+  if (auto f = entry.find("origin")) {
+    if (f->one_of({"file", "bytes"}) == "bytes") input.origin = Origin::bytes;
+    else if (input.origin == Origin::bytes) f->fail("cannot be 'file' for inline text or patched bytes");
+  }
+  if (input.origin == Origin::bytes && !input.format) {
+    fail_scenario_file(entry.file(), entry.where() + ".format is missing: an input added as bytes needs one");
+  }
   return input;
 }
 
-std::vector<Input> read_inputs(const Reader& reader, const json& doc) {
-  if (!doc.contains("inputs") || !doc["inputs"].is_array() || doc["inputs"].empty()) {
-    reader.fail("'inputs' must be a non-empty array");
-  }
+std::vector<Input> read_inputs(const Field& doc, const fs::path& scenario_dir, const Scenario& scenario) {
+  const Field field = doc.at("inputs");
+  const std::vector<Field> entries = field.array();
+  if (entries.empty()) field.fail("must not be empty");
   std::vector<Input> inputs;
-  for (const json& entry : doc["inputs"]) inputs.push_back(read_input(reader, entry));
+  for (const Field& entry : entries) inputs.push_back(read_input(entry, scenario_dir, scenario));
   return inputs;
 }
 
 // ---- launch ------------------------------------------------------------------------------
 
-Dim3 read_dim(const Reader& reader, const json& launch, const char* key) {
+Dim3 read_dim(const Field& launch, const char* key) {
   Dim3 d;
-  if (!launch.contains(key)) return d;
-  const json& value = launch[key];
-  const std::string error = std::string("'") + key + "' must be up to 3 numbers";
-  if (!value.is_array() || value.size() > 3) reader.fail(error);
-  for (const json& v : value) {
-    if (!v.is_number_unsigned()) reader.fail(error);
-  }
-  if (value.size() > 0) d.x = value[0].get<unsigned>();
-  if (value.size() > 1) d.y = value[1].get<unsigned>();
-  if (value.size() > 2) d.z = value[2].get<unsigned>();
+  const auto field = launch.find(key);
+  if (!field) return d;
+  const std::vector<Field> values = field->array();
+  if (values.empty() || values.size() > 3) field->fail("must hold 1 to 3 numbers, not " + std::to_string(values.size()));
+  const auto dim = [&](std::size_t i) {
+    return static_cast<unsigned>(values[i].unsigned_integer(1, std::numeric_limits<std::uint32_t>::max()));
+  };
+  d.x = dim(0);
+  if (values.size() > 1) d.y = dim(1);
+  if (values.size() > 2) d.z = dim(2);
   return d;
 }
 
-ArgValue scalar_value(const Reader& reader, const std::string& name, const Type& type, const json& value) {
-  switch (type.scalar) {
-    case Scalar::int32: return arg_value(value.get<std::int32_t>());
-    case Scalar::int64: return arg_value(value.get<std::int64_t>());
-    case Scalar::uint32: return arg_value(value.get<std::uint32_t>());
-    case Scalar::uint64: return arg_value(value.get<std::uint64_t>());
-    case Scalar::float32: return arg_value(value.get<float>());
-    case Scalar::float64: return arg_value(value.get<double>());
-    default: reader.fail("argument type " + name + " is not supported");
+// The types a launch can pass and read back (scenario_run's read_value).
+bool readable(const Type& type) {
+  return type.pointers == 0 && (type.scalar == Scalar::int32 || type.scalar == Scalar::int64 ||
+                                type.scalar == Scalar::uint32 || type.scalar == Scalar::float32 ||
+                                type.scalar == Scalar::float64);
+}
+bool passable(const Type& type) { return readable(type) || (type.pointers == 0 && type.scalar == Scalar::uint64); }
+
+std::optional<Type> parse_type(const std::string& text) {
+  try {
+    return Type::parse(text);
+  } catch (const Error&) {
+    return std::nullopt;
   }
 }
 
-LaunchArg read_arg(const Reader& reader, const json& arg) {
-  if (!arg.is_object() || arg.size() < 1) reader.fail("an argument must be an object");
-  if (arg.contains("output")) {
-    OutputArg output;
-    output.type = reader.type("argument 'output'", reader.get<std::string>(arg, "output", ""));
-    if (arg.contains("count") && !arg["count"].is_number_unsigned()) reader.fail("'count' must be unsigned");
-    output.count = reader.get<std::size_t>(arg, "count", 1);
+ArgValue scalar_value(const Field& value, const Type& type) {
+  constexpr auto i32 = std::numeric_limits<std::int32_t>::max(), i32_min = std::numeric_limits<std::int32_t>::min();
+  constexpr auto i64 = std::numeric_limits<std::int64_t>::max(), i64_min = std::numeric_limits<std::int64_t>::min();
+  switch (type.scalar) {
+    case Scalar::int32: return arg_value(static_cast<std::int32_t>(value.integer(i32_min, i32)));
+    case Scalar::int64: return arg_value(value.integer(i64_min, i64));
+    case Scalar::uint32:
+      return arg_value(static_cast<std::uint32_t>(value.unsigned_integer(0, std::numeric_limits<std::uint32_t>::max())));
+    case Scalar::uint64: return arg_value(value.unsigned_integer(0, std::numeric_limits<std::uint64_t>::max()));
+    case Scalar::float32: return arg_value(static_cast<float>(value.number(FLT_MAX)));
+    default: return arg_value(value.number());  // float64; passable() admits nothing else
+  }
+}
+
+LaunchArg read_arg(const Field& arg) {
+  if (!arg.value().is_object()) arg.wrong_type(R"(an object: {"output": TYPE, "count": N} or {"TYPE": VALUE})");
+  if (arg.has("output")) {
+    arg.object({"output", "count"});
+    const Field field = arg.at("output");
+    const std::optional<Type> type = parse_type(field.string());
+    if (!type || !readable(*type)) field.wrong_type("one of int32, int64, uint32, float32, float64");
+    OutputArg output{*type, 1};
+    if (auto f = arg.find("count")) output.count = f->unsigned_integer(1, max_output_bytes / type->size());
     return output;
   }
-  if (arg.size() != 1 || !arg.begin().value().is_number()) reader.fail("a scalar argument is {\"<type>\": <number>}");
-  const std::string name = arg.begin().key();
-  const Type type = reader.type("argument type", name);
-  return ScalarArg{type, scalar_value(reader, name, type, arg.begin().value())};
+  if (arg.value().size() != 1) arg.fail(R"(must be {"output": TYPE, "count": N} or one {"TYPE": VALUE})");
+  const std::string name = arg.value().begin().key();
+  const std::optional<Type> type = parse_type(name);
+  if (!type || !passable(*type)) {
+    fail_scenario_file(arg.file(), "unknown field " + arg.where() + path_step(name) +
+                                       " (a scalar argument's type: int32, int64, uint32, uint64, float32, float64)");
+  }
+  return ScalarArg{*type, scalar_value(Field(arg.file(), arg.value().begin().value(), arg.where() + path_step(name)), *type)};
 }
 
-Launch read_launch(const Reader& reader, const json& object) {
-  if (!object.is_object()) reader.fail("'launch' must be an object");
+Launch read_launch(const Field& object) {
+  object.object({"kernel", "grid", "block", "args", "expect"});
   Launch launch;
-  launch.kernel = reader.get<std::string>(object, "kernel", "");
-  launch.grid = read_dim(reader, object, "grid");
-  launch.block = read_dim(reader, object, "block");
-  if (object.contains("args")) {
-    if (!object["args"].is_array()) reader.fail("'args' must be an array");
-    for (const json& arg : object["args"]) launch.args.push_back(read_arg(reader, arg));
+  launch.kernel = object.at("kernel").non_empty_string();
+  launch.grid = read_dim(object, "grid");
+  launch.block = read_dim(object, "block");
+  if (auto f = object.find("args")) {
+    for (const Field& arg : f->array()) launch.args.push_back(read_arg(arg));
   }
-  if (object.contains("expect")) {
-    if (!object["expect"].is_array()) reader.fail("launch 'expect' must be an array");
-    for (const json& v : object["expect"]) {
-      if (!v.is_number()) reader.fail("launch 'expect' values must be numbers");
-      launch.expect.push_back({v.get<double>(), v.dump()});
-    }
+  if (auto f = object.find("expect")) {
+    for (const Field& v : f->array()) launch.expect.push_back({v.number(), v.value().dump()});
   }
   return launch;
 }
 
 // ---- the whole file ----------------------------------------------------------------------
 
-Builder read_builder(const Reader& reader, const json& doc) {
-  const std::string name = reader.get<std::string>(doc, "builder", "linker");
-  if (name == "linker") return Builder::linker;
-  if (name == "kernel") return Builder::kernel;
-  if (name == "module") return Builder::module;
-  reader.fail("'builder' must be linker, kernel or module, not '" + name + "'");
+Builder read_builder(const Field& doc) {
+  const auto field = doc.find("builder");
+  if (!field) return Builder::linker;
+  const std::string name = field->one_of({"linker", "kernel", "module"});
+  return name == "linker" ? Builder::linker : name == "kernel" ? Builder::kernel : Builder::module;
 }
 
-BackendChoice read_backend(const Reader& reader, const json& doc) {
-  const std::string name = reader.get<std::string>(doc, "backend", "nvjitlink");
-  if (name == "nvjitlink") return BackendChoice::nvjitlink;
-  if (name == "driver") return BackendChoice::driver;
-  if (name == "both") return BackendChoice::both;
-  reader.fail("'backend' must be nvjitlink, driver or both, not '" + name + "'");
+BackendChoice read_backend(const Field& doc) {
+  const auto field = doc.find("backend");
+  if (!field) return BackendChoice::nvjitlink;
+  const std::string name = field->one_of({"nvjitlink", "driver", "both"});
+  return name == "nvjitlink" ? BackendChoice::nvjitlink : name == "driver" ? BackendChoice::driver : BackendChoice::both;
 }
 
-Scenario read_scenario(const Reader& reader, const json& doc) {
-  if (!doc.is_object()) reader.fail("the top level must be an object");
-  if (reader.get<int>(doc, "schema", 0) != schema_version) {
-    reader.fail("'schema' must be " + std::to_string(schema_version));
+std::vector<fs::path> input_roots(const fs::path& scenario_dir, const LoadOptions& options) {
+  std::vector<fs::path> roots;
+  if (auto dir = resolved(scenario_dir)) roots.push_back(*dir);
+  for (const fs::path& root : options.input_roots) {
+    std::error_code error;
+    if (root.empty() || !fs::is_directory(root, error)) continue;
+    if (auto dir = resolved(root)) roots.push_back(*dir);
   }
+  return roots;
+}
+
+Scenario read_scenario(const Field& doc, const LoadOptions& options) {
+  if (!doc.value().is_object()) doc.wrong_type("an object");
+  // The schema first: a newer file is refused for its schema, not for its new fields.
+  const Field schema = doc.at("schema");
+  if (!schema.value().is_number_unsigned() || schema.value().get<std::uint64_t>() != schema_version) {
+    schema.wrong_type(std::to_string(schema_version));
+  }
+  doc.object({"schema", "name", "reported", "cujit", "builder", "backend", "inputs", "options", "launch", "expect",
+              "steps", "reported_failure"});
   Scenario scenario;
-  scenario.file = reader.path();
-  scenario.name = reader.get<std::string>(doc, "name", "");
-  if (scenario.name.empty()) reader.fail("'name' is missing");
-  scenario.backend = read_backend(reader, doc);
-  scenario.builder = read_builder(reader, doc);
-  scenario.reported = reader.get<std::string>(doc, "reported", "");
-  scenario.cujit_behaviour = reader.get<std::string>(doc, "cujit", "");
-  scenario.steps = read_steps(reader, doc);
-  if (doc.contains("reported_failure")) {
-    if (!doc["reported_failure"].is_object()) reader.fail("'reported_failure' must be an object");
-    scenario.reported_failure = read_error_match(reader, doc["reported_failure"]);
-  }
-  scenario.inputs = read_inputs(reader, doc);
-  if (doc.contains("launch")) scenario.launch = read_launch(reader, doc["launch"]);
+  scenario.file = doc.file();
+  scenario.name = doc.at("name").non_empty_string();
+  scenario.backend = read_backend(doc);
+  scenario.builder = read_builder(doc);
+  if (auto f = doc.find("reported")) scenario.reported = f->string();
+  if (auto f = doc.find("cujit")) scenario.cujit_behaviour = f->string();
+  scenario.steps = read_steps(doc);
+  if (auto f = doc.find("reported_failure")) scenario.reported_failure = read_error_match(*f);
+  const fs::path scenario_dir = fs::absolute(doc.file()).parent_path();
+  scenario.allow_paths_outside = options.allow_paths_outside;
+  scenario.input_roots = input_roots(scenario_dir, options);
+  scenario.inputs = read_inputs(doc, scenario_dir, scenario);
+  if (auto f = doc.find("launch")) scenario.launch = read_launch(*f);
   return scenario;
 }
 
 }  // namespace
 
-Scenario load_scenario(const fs::path& path) {
-  const Reader reader(path);
-  const json doc = reader.load();
+Scenario load_scenario(const fs::path& path, const LoadOptions& options) {
+  const json doc = parse(path, read_text(path));
   try {
-    return read_scenario(reader, doc);
+    return read_scenario(Field(path, doc, ""), options);
   } catch (const json::exception& error) {
-    reader.fail(std::string("malformed: ") + error.what());
+    // Not reached: every value is checked before it is converted. Kept so that a slip is
+    // still a usage error naming the file, never an escaping json exception.
+    fail_scenario_file(path, std::string("is malformed: ") + error.what());
+  } catch (const fs::filesystem_error& error) {
+    fail_scenario_file(path, std::string("names a path that cannot be examined: ") + error.what());
   }
+}
+
+fs::path input_file_path(const Scenario& scenario, const Input& input, const fs::path& fixture_dir) {
+  if (const auto* file = std::get_if<InputFile>(&input.source)) {
+    if (!scenario.allow_paths_outside) {
+      check_confined(scenario.file, input.field + ".path", file->path.string(), file->path, scenario.input_roots,
+                     outside_paths);
+    }
+    return file->path;
+  }
+  if (const auto* fixture = std::get_if<InputFixture>(&input.source)) {
+    const fs::path path = fixture_dir / fixture->name;
+    if (!scenario.allow_paths_outside) {
+      const std::optional<fs::path> root = resolved(fixture_dir);
+      check_confined(scenario.file, input.field + ".fixture", fixture->name, path,
+                     root ? std::vector{*root} : std::vector<fs::path>{}, "the fixture directory");
+    }
+    return path;
+  }
+  return {};
 }
 
 }  // namespace cujit::scenarios

@@ -3,8 +3,15 @@
 // file once, checks every field, and returns a typed Scenario; nothing after it reads
 // JSON. Nothing is compiled or linked here: input files named by "path" or "fixture" are
 // read when the scenario runs (scenario_run.hpp).
+//
+// A scenario compiles and links code: it is as trusted as code. What a file can reach is
+// still confined: a scenario file is read only if it is a regular file of at most
+// max_scenario_file_bytes; every field is checked for its type and range, unknown fields
+// are refused; input files stay inside the scenario file's directory and the fixture set
+// unless LoadOptions::allow_paths_outside says otherwise.
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -15,6 +22,7 @@
 #include "cujit/abi.hpp"
 #include "cujit/error.hpp"
 #include "cujit/format.hpp"
+#include "cujit/linkable_code.hpp"
 #include "cujit/linker.hpp"
 #include "cujit/module.hpp"
 #include "cujit/signature.hpp"
@@ -103,6 +111,7 @@ enum class Origin {
 };
 
 struct Input {
+  std::string field;  // where it is in the file, "inputs[2]", for messages
   std::variant<InputFile, InputFixture, InputInline, InputAbi> source;
   std::optional<Format> format;     // required when the input is added as bytes
   std::optional<std::string> name;  // unset: the file name, or none
@@ -146,13 +155,48 @@ struct Scenario {
   std::optional<Launch> launch;
   std::optional<ErrorMatch> reported_failure;
 
+  // Where input files may be (canonical): the scenario file's directory, then
+  // LoadOptions::input_roots. Fixtures must be inside the run's fixture directory.
+  std::vector<std::filesystem::path> input_roots;
+  bool allow_paths_outside = false;  // LoadOptions::allow_paths_outside
+
   // A launch, a module load, or the driver backend.
   bool needs_device() const noexcept;
   // The backends every step runs through, in order.
   std::vector<LinkerBackend> backends() const;
 };
 
-// Reads and checks the whole file; throws Error(usage) naming the file and the field.
-Scenario load_scenario(const std::filesystem::path& path);
+// The largest scenario file load_scenario reads (inline inputs included).
+inline constexpr std::uint64_t max_scenario_file_bytes = std::uint64_t{8} << 20;
+// The largest input file a scenario reads (LinkableCode's limit); patch offsets are below it.
+inline constexpr std::uint64_t max_input_file_bytes = LinkableCode::max_file_bytes;
+// The largest output buffer a launch allocates.
+inline constexpr std::uint64_t max_output_bytes = std::uint64_t{256} << 20;
+
+// The committed fixture sources this library was built with (scenarios/fixtures), which
+// the files in scenarios/repro name as "../fixtures/...".
+std::filesystem::path committed_fixture_sources();
+
+struct LoadOptions {
+  // Directories, besides the scenario file's own, whose files "path" inputs may name: the
+  // fixture set. A directory that does not exist is ignored.
+  std::vector<std::filesystem::path> input_roots = {committed_fixture_sources()};
+  // false (the default): a "path" input is relative and resolves, ".." and symlinks
+  // followed, inside the scenario file's directory or one of input_roots; a "fixture" is a
+  // relative name without ".." that resolves inside the run's fixture directory. Anything
+  // else is a ScenarioFileError naming the field. true: any file the process can read
+  // (absolute paths, ".." and symlinks leading anywhere): for scenario files one trusts.
+  bool allow_paths_outside = false;
+};
+
+// Reads and checks the whole file; throws ScenarioFileError (Error(usage) from "scenario
+// file") naming the file and the field's JSON path ("steps[1].options.lto").
+Scenario load_scenario(const std::filesystem::path& path, const LoadOptions& options = {});
+
+// The file an input names ("path" or "fixture"; empty for the others), checked again just
+// before it is read, against the scenario's input roots or `fixture_dir`: the load-time
+// check cannot see files that change afterwards. Throws ScenarioFileError naming the field.
+std::filesystem::path input_file_path(const Scenario& scenario, const Input& input,
+                                      const std::filesystem::path& fixture_dir);
 
 }  // namespace cujit::scenarios

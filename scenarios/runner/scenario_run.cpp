@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <sstream>
 
@@ -20,6 +18,7 @@
 #include "cujit/module.hpp"
 #include "cujit/nrt.hpp"
 #include "cujit/program.hpp"
+#include "support/file_io.hpp"
 
 namespace cujit::scenarios {
 
@@ -45,12 +44,6 @@ struct StepInput {
   bool kernel_source = false;
 };
 
-fs::path input_path(const Input& input, const fs::path& fixture_dir) {
-  if (const auto* file = std::get_if<InputFile>(&input.source)) return file->path;
-  if (const auto* fixture = std::get_if<InputFixture>(&input.source)) return fixture_dir / fixture->name;
-  return {};
-}
-
 LinkableCode compile_abi(const InputAbi& spec, const StepOptions& options) {
   abi::DeviceFunction fn;
   fn.name = spec.name;
@@ -71,12 +64,22 @@ std::string input_bytes(const Scenario& scenario, const Input& input, const fs::
   if (const auto* text = std::get_if<InputInline>(&input.source)) {
     bytes = text->text;
   } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail_scenario_file(scenario.file, "input '" + path.string() + "' cannot be read");
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    // Bounded and regular files only: a FIFO or /dev/zero named by a scenario neither
+    // hangs nor fills memory.
+    try {
+      bytes = detail::read_file(path, "scenario input", max_input_file_bytes);
+    } catch (const Error& error) {
+      fail_scenario_file(scenario.file, input.field + " cannot be read: " + error.message());
+    }
   }
-  for (const Patch& patch : input.patches) {
-    if (patch.offset + patch.bytes.size() > bytes.size()) fail_scenario_file(scenario.file, "a patch past the end of an input");
+  for (std::size_t i = 0; i < input.patches.size(); ++i) {
+    const Patch& patch = input.patches[i];
+    if (patch.offset > bytes.size() || patch.bytes.size() > bytes.size() - patch.offset) {
+      fail_scenario_file(scenario.file, input.field + ".patch[" + std::to_string(i) + "] (offset " +
+                                            std::to_string(patch.offset) + ", " + std::to_string(patch.bytes.size()) +
+                                            " bytes) reaches past the end of the input (" +
+                                            std::to_string(bytes.size()) + " bytes)");
+    }
     bytes.replace(patch.offset, patch.bytes.size(), patch.bytes);
   }
   return bytes;
@@ -87,7 +90,8 @@ StepInput step_input(const Scenario& scenario, const Input& input, const fs::pat
   if (const auto* spec = std::get_if<InputAbi>(&input.source)) {
     return {compile_abi(*spec, options).set_nrt(input.nrt), std::nullopt, input.kernel_source};
   }
-  const fs::path path = input_path(input, fixture_dir);
+  // Checked against the scenario's input roots (or the fixture directory) as it is read.
+  const fs::path path = input_file_path(scenario, input, fixture_dir);
   if (input.origin == Origin::file) {
     return {LinkableCode::from_path(path).set_nrt(input.nrt), path, input.kernel_source};
   }

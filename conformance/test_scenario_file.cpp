@@ -1,0 +1,493 @@
+// Hostile and broken scenario files: every field of the schema with every wrong JSON type,
+// unknown and duplicate fields, files that are not regular or too large, and input paths
+// that lead outside the scenario's directory and the fixture set. Every defect must be a
+// ScenarioFileError (Error(usage) from "scenario file") naming the file and the field's
+// JSON path; nothing may crash, hang or read outside.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runner/scenario_file.hpp"
+#include "runner/scenario_run.hpp"
+#include "support/fixtures.hpp"
+
+namespace cujit {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using scenarios::LoadOptions;
+using scenarios::ScenarioFileError;
+
+// A file that loads and uses every field of the schema ("expect" is tested on kExpectBase:
+// a file has either "steps" or "expect").
+const char* const kEveryField = R"json({
+  "schema": 1,
+  "name": "every-field",
+  "reported": "what was reported",
+  "cujit": "what cujit does",
+  "builder": "kernel",
+  "backend": "nvjitlink",
+  "inputs": [
+    {"path": "k.cu", "role": "source", "nrt": false, "format": "cu", "name": "k.cu", "origin": "file"},
+    {"fixture": "dev_add.ptx"},
+    {"inline": ".version 9.0\n", "format": "ptx", "name": "inline.ptx", "origin": "bytes",
+     "patch": [{"offset": 0, "hex": "2e"}]},
+    {"abi": {"name": "add", "signature": "int32(int32, int32)", "params": ["x", "y"], "body": "return x + y;",
+             "abi": "c", "abi_name": "add_c", "output": "ltoir"}, "nrt": false, "role": "link"}
+  ],
+  "options": {"arch": "sm_90", "lto": true, "debug": false, "lineinfo": false, "nrt": null, "nrt_global": false},
+  "launch": {"kernel": "k", "grid": [1, 1, 1], "block": [32],
+             "args": [{"output": "int32", "count": 4}, {"int32": 5}, {"int64": 5}, {"uint32": 5}, {"uint64": 5},
+                      {"float32": 1.5}, {"float64": 1.5}],
+             "expect": [1, 2]},
+  "steps": [{"options": {"arch": "sm_80"},
+             "expect": {"outcome": "success", "cubin_sm": 80, "kind": "link", "message": "m"}}],
+  "reported_failure": {"kind": "link", "message": "m"}
+})json";
+
+const char* const kExpectBase = R"({
+  "schema": 1, "name": "expect-field",
+  "inputs": [{"inline": ".version 9.0\n", "format": "ptx"}],
+  "expect": {"outcome": "error", "kind": "link", "message": "m", "cubin_sm": 90}
+})";
+
+// The values every field is tried with.
+enum Sample { null_, true_, int_, float_, float_huge, uint_huge, negative, string_, array_, object_, sample_count };
+json sample(int which) {
+  switch (which) {
+    case null_: return nullptr;
+    case true_: return true;
+    case int_: return 5;
+    case float_: return 1.5;
+    case float_huge: return 1e30;
+    case uint_huge: return 18446744073709551615ULL;  // 2^64 - 1
+    case negative: return -1;
+    case string_: return "text";
+    case array_: return json::array();
+    default: return json::object();
+  }
+}
+const char* sample_name(int which) {
+  static const char* const names[] = {"null",     "true",     "int",    "float", "float_huge",
+                                      "uint_huge", "negative", "string", "array", "object"};
+  return names[which];
+}
+
+// A field and the samples it accepts; every other sample must be refused naming it.
+struct FieldCase {
+  const char* pointer;  // JSON pointer into the base file
+  std::vector<int> accepted;
+  bool expect_base = false;
+};
+
+const std::vector<int> any_string{string_};
+const std::vector<int> boolean{true_};
+const std::vector<int> nothing{};
+const std::vector<int> small_unsigned{int_};
+const std::vector<int> any_number{int_, float_, float_huge, uint_huge, negative};
+
+std::vector<FieldCase> field_cases() {
+  return {
+      {"/schema", nothing},
+      {"/name", any_string},
+      {"/reported", any_string},
+      {"/cujit", any_string},
+      {"/builder", nothing},
+      {"/backend", nothing},
+      {"/inputs", nothing},  // [] is empty: refused too
+      {"/inputs/0", nothing},
+      {"/inputs/0/path", any_string},
+      {"/inputs/0/role", nothing},
+      {"/inputs/0/nrt", boolean},
+      {"/inputs/0/format", nothing},
+      {"/inputs/0/name", any_string},
+      {"/inputs/0/origin", nothing},
+      {"/inputs/1/fixture", any_string},
+      {"/inputs/2/inline", any_string},
+      {"/inputs/2/patch", {array_}},
+      {"/inputs/2/patch/0", nothing},
+      {"/inputs/2/patch/0/offset", small_unsigned},
+      {"/inputs/2/patch/0/hex", nothing},  // "text" is not hex
+      {"/inputs/3/abi", nothing},
+      {"/inputs/3/abi/name", any_string},
+      {"/inputs/3/abi/signature", nothing},
+      {"/inputs/3/abi/params", {array_}},
+      {"/inputs/3/abi/params/0", any_string},
+      {"/inputs/3/abi/body", any_string},
+      {"/inputs/3/abi/abi", nothing},
+      {"/inputs/3/abi/abi_name", any_string},
+      {"/inputs/3/abi/output", nothing},
+      {"/options", {object_}},
+      {"/options/arch", any_string},
+      {"/options/lto", boolean},
+      {"/options/debug", boolean},
+      {"/options/lineinfo", boolean},
+      {"/options/nrt", {null_, true_}},
+      {"/options/nrt_global", boolean},
+      {"/launch", nothing},  // {} has no kernel
+      {"/launch/kernel", any_string},
+      {"/launch/grid", nothing},
+      {"/launch/grid/0", small_unsigned},
+      {"/launch/block", nothing},
+      {"/launch/block/0", small_unsigned},
+      {"/launch/args", {array_}},
+      {"/launch/args/0", nothing},
+      {"/launch/args/0/output", nothing},
+      {"/launch/args/0/count", small_unsigned},
+      {"/launch/args/1/int32", {int_, negative}},
+      {"/launch/args/2/int64", {int_, negative}},
+      {"/launch/args/3/uint32", small_unsigned},
+      {"/launch/args/4/uint64", {int_, uint_huge}},
+      {"/launch/args/5/float32", any_number},
+      {"/launch/args/6/float64", any_number},
+      {"/launch/expect", {array_}},
+      {"/launch/expect/0", any_number},
+      {"/steps", nothing},  // [] is empty: refused too
+      {"/steps/0", nothing},
+      {"/steps/0/options", {object_}},
+      {"/steps/0/options/lto", boolean},
+      {"/steps/0/expect", nothing},
+      {"/steps/0/expect/outcome", nothing},
+      {"/steps/0/expect/kind", nothing},
+      {"/steps/0/expect/message", any_string},
+      {"/steps/0/expect/cubin_sm", small_unsigned},
+      {"/reported_failure", {object_}},
+      {"/reported_failure/kind", nothing},
+      {"/reported_failure/message", any_string},
+      {"/expect", nothing, true},
+      {"/expect/outcome", nothing, true},
+      {"/expect/kind", nothing, true},
+      {"/expect/message", any_string, true},
+      {"/expect/cubin_sm", small_unsigned, true},
+  };
+}
+
+// "/steps/0/options/lto" -> "steps[0].options.lto", as the loader names fields.
+std::string json_path(const std::string& pointer) {
+  std::string out;
+  std::size_t at = 1;
+  while (at <= pointer.size()) {
+    const std::size_t end = std::min(pointer.find('/', at), pointer.size());
+    const std::string part = pointer.substr(at, end - at);
+    if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos) {
+      out += "[" + part + "]";
+    } else {
+      out += (out.empty() ? "" : ".") + part;
+    }
+    at = end + 1;
+  }
+  return out;
+}
+
+// The message after "'FILE': " begins with the field's path (or says it is unknown).
+void expect_names(const Error& error, const fs::path& file, const std::string& path) {
+  EXPECT_EQ(error.kind(), ErrorKind::usage) << error.what();
+  EXPECT_EQ(error.component(), "scenario file") << error.what();
+  EXPECT_NE(dynamic_cast<const ScenarioFileError*>(&error), nullptr) << error.what();
+  const std::string prefix = "'" + file.string() + "': ";
+  const std::string& message = error.message();
+  ASSERT_EQ(message.rfind(prefix, 0), 0u) << message;
+  const std::string rest = message.substr(prefix.size());
+  const bool names = rest.rfind(path, 0) == 0 && rest.size() > path.size() &&
+                     std::string(" .[").find(rest[path.size()]) != std::string::npos;
+  EXPECT_TRUE(names) << "expected the message to name " << path << ": " << message;
+}
+
+class HostileScenarioFields : public ::testing::TestWithParam<FieldCase> {};
+
+TEST_P(HostileScenarioFields, EveryWrongJsonTypeIsAUsageErrorNamingTheField) {
+  const FieldCase& c = GetParam();
+  test::TempDir dir;
+  const json base = json::parse(c.expect_base ? kExpectBase : kEveryField);
+  {
+    const auto file = dir.write("base.json", base.dump());
+    EXPECT_NO_THROW((void)scenarios::load_scenario(file)) << "the base file must load";
+  }
+  for (int which = 0; which < sample_count; ++which) {
+    SCOPED_TRACE(std::string(c.pointer) + " = " + sample(which).dump() + " (" + sample_name(which) + ")");
+    json doc = base;
+    doc[json::json_pointer(c.pointer)] = sample(which);
+    const auto file = dir.write(std::string("case_") + sample_name(which) + ".json", doc.dump());
+    const bool accepted = std::find(c.accepted.begin(), c.accepted.end(), which) != c.accepted.end();
+    try {
+      (void)scenarios::load_scenario(file);
+      EXPECT_TRUE(accepted) << "loaded, but " << sample(which).dump() << " is wrong for " << c.pointer;
+    } catch (const Error& error) {
+      EXPECT_FALSE(accepted) << error.what();
+      if (!accepted) expect_names(error, file, json_path(c.pointer));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schema, HostileScenarioFields, ::testing::ValuesIn(field_cases()),
+                         [](const ::testing::TestParamInfo<FieldCase>& field) {
+                           std::string name = json_path(field.param.pointer) + (field.param.expect_base ? "_alone" : "");
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
+
+// ---- whole files --------------------------------------------------------------------------
+
+class HostileScenarioFile : public ::testing::Test {
+ protected:
+  test::TempDir dir;
+
+  // `text` is refused with a ScenarioFileError whose message names the file and holds `fragment`.
+  void expect_rejected(const std::string& text, const std::string& fragment, const LoadOptions& options = {}) {
+    const auto file = dir.write("bad.json", text);
+    expect_rejected_file(file, fragment, options);
+  }
+  void expect_rejected_file(const fs::path& file, const std::string& fragment, const LoadOptions& options = {}) {
+    try {
+      (void)scenarios::load_scenario(file, options);
+      ADD_FAILURE() << "loaded: " << file << ", expected an error with " << fragment;
+    } catch (const ScenarioFileError& error) {
+      const std::string what = error.what();
+      EXPECT_EQ(error.kind(), ErrorKind::usage);
+      EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+      EXPECT_NE(what.find(fragment), std::string::npos) << "expected '" << fragment << "' in: " << what;
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << "not a ScenarioFileError: " << error.what();
+    }
+  }
+  // A minimal scenario around one inputs array.
+  static std::string with_inputs(const std::string& inputs) {
+    return R"({"schema": 1, "name": "x", "inputs": )" + inputs + R"(, "expect": {"outcome": "success"}})";
+  }
+};
+
+TEST_F(HostileScenarioFile, MalformedFilesNameTheFileAndTheField) {
+  expect_rejected("{ not json", "not valid JSON");
+  // Regression (fuzz_scenario): a number too large for a double is out_of_range, not a
+  // parse error; it used to escape as an uncaught exception.
+  expect_rejected(R"({"schema": 3333333333333333333333333333333333333333333333333E3333})", "not valid JSON");
+  // Regression (fuzz_scenario aborted on this 28-byte input): float-to-int out of range.
+  expect_rejected(R"({"schema": 1e30, "name": "x"})", "schema must be 1, not the number 1e+30");
+  expect_rejected(R"({"schema": 2, "name": "x"})", "schema must be 1, not the number 2");
+  expect_rejected(R"([1, 2])", "the top level must be an object, not an array");
+  expect_rejected(R"({"schema": 1})", "name is missing");
+  expect_rejected(R"({"schema": 1, "name": "x", "backend": "gold"})", "backend must be one of nvjitlink, driver, both");
+  expect_rejected(R"({"schema": 1, "name": "x", "builder": "magic"})", "builder must be one of");
+  expect_rejected(R"({"schema": 1, "name": "x", "expect": {"outcome": "success"}})", "inputs is missing");
+  expect_rejected(R"({"schema": 1, "name": "x", "inputs": [{"inline": "x", "format": "ptx"}]})", "expect is missing");
+  expect_rejected(R"({"schema": 1, "name": "x", "inputs": [{"inline": "x", "format": "ptx"}], "expect": {"outcome": "maybe"}})",
+                  "expect.outcome must be one of success, error");
+  expect_rejected(with_inputs(R"([{"inline": "x", "format": "pdf"}])"), "inputs[0].format is not a format");
+  expect_rejected(with_inputs(R"([{"inline": "x"}])"), "inputs[0].format is missing");
+  expect_rejected(with_inputs(R"([{"path": 5}])"), "inputs[0].path must be a string, not the number 5");
+  expect_rejected(with_inputs(R"([{"fixture": null}])"), "inputs[0].fixture must be a string, not null");
+  expect_rejected(with_inputs(R"([{"inline": "x", "path": "y"}])"), "inputs[0] needs exactly one of");
+  expect_rejected(with_inputs(R"json([{"abi": {"name": "f", "signature": "int32()"}, "format": "ptx"}])json"),
+                  "inputs[0].format does not apply to an 'abi' input");
+  expect_rejected(with_inputs(R"([{"inline": "x", "format": "ptx", "origin": "file"}])"), "inputs[0].origin cannot be 'file'");
+  expect_rejected(R"({"schema": 1, "name": "x", "inputs": [{"inline": "x", "format": "ptx"}], "steps": [],
+                      "expect": {"outcome": "success"}})",
+                  "expect cannot be given with 'steps'");
+  expect_rejected(R"({"schema": 1, "name": "x", "inputs": [{"inline": "x", "format": "ptx"}], "steps": []})",
+                  "steps must not be empty");
+}
+
+TEST_F(HostileScenarioFile, NumbersOutOfRangeAreRefused) {
+  // 2^64 - 1 as a patch offset used to reach the runner and throw std::out_of_range there.
+  expect_rejected(with_inputs(R"([{"inline": "x", "format": "ptx", "patch": [{"offset": 18446744073709551615, "hex": "00"}]}])"),
+                  "inputs[0].patch[0].offset must be an integer from 0 to 1073741824");
+  expect_rejected(with_inputs(R"([{"inline": "x", "format": "ptx", "patch": [{"offset": 1.0, "hex": "00"}]}])"),
+                  "inputs[0].patch[0].offset must be an integer");
+  expect_rejected(with_inputs(R"([{"inline": "x", "format": "ptx", "patch": [{"offset": 0, "hex": "0g"}]}])"),
+                  "inputs[0].patch[0].hex must be hex digits");
+  expect_rejected(with_inputs(R"([{"inline": "x", "format": "ptx", "patch": [{"offset": 0, "hex": "000"}]}])"),
+                  "an odd length");
+  const std::string launch = R"({"schema": 1, "name": "x", "inputs": [{"inline": "x", "format": "ptx"}],
+      "expect": {"outcome": "success"}, "launch": )";
+  expect_rejected(launch + R"({"kernel": "k", "grid": [4294967296]}})", "launch.grid[0] must be an integer from 1 to 4294967295");
+  expect_rejected(launch + R"({"kernel": "k", "block": [0]}})", "launch.block[0] must be an integer from 1");
+  expect_rejected(launch + R"({"kernel": "k", "block": [1, 1, 1, 1]}})", "launch.block must hold 1 to 3 numbers");
+  expect_rejected(launch + R"({"kernel": "k", "args": [{"int32": 2147483648}]}})", "launch.args[0].int32 must be an integer");
+  expect_rejected(launch + R"({"kernel": "k", "args": [{"int32": 1e30}]}})", "launch.args[0].int32 must be an integer");
+  expect_rejected(launch + R"({"kernel": "k", "args": [{"uint32": -1}]}})", "launch.args[0].uint32 must be an integer");
+  expect_rejected(launch + R"({"kernel": "k", "args": [{"float32": 1e300}]}})", "launch.args[0].float32 must be a number");
+  expect_rejected(launch + R"({"kernel": "k", "args": [{"int32*": 1}]}})", "unknown field launch.args[0][\"int32*\"]");
+  expect_rejected(launch + R"({"kernel": "k", "args": [{"output": "int32", "count": 18446744073709551615}]}})",
+                  "launch.args[0].count must be an integer from 1 to 67108864");
+  expect_rejected(launch + R"({"kernel": "k", "args": [{"output": "void"}]}})", "launch.args[0].output must be one of");
+  expect_rejected(launch + R"({"kernel": "k", "args": [{"output": "int32*"}]}})", "launch.args[0].output must be one of");
+}
+
+TEST_F(HostileScenarioFile, UnknownFieldsAreRefusedNamingTheirPath) {
+  // A misspelt reported_failure used to be ignored, silently turning off the "reproduced" verdict.
+  expect_rejected(R"({"schema": 1, "name": "x", "inputs": [{"inline": "x", "format": "ptx"}],
+                      "expect": {"outcome": "success"}, "reported_failur": {"kind": "link"}})",
+                  "unknown field reported_failur");
+  expect_rejected(R"({"schema": 1, "name": "x", "options": {"colour": "red"}, "inputs": [{"inline": "x", "format": "ptx"}],
+                      "expect": {"outcome": "success"}})",
+                  "unknown field options.colour");
+  expect_rejected(with_inputs(R"([{"inline": "x", "format": "ptx", "nrt ": true}])"), "unknown field inputs[0][\"nrt \"]");
+  expect_rejected(R"({"schema": 1, "name": "x", "inputs": [{"inline": "x", "format": "ptx"}],
+                      "steps": [{"expect": {"outcome": "error", "kindd": "link"}}]})",
+                  "unknown field steps[0].expect.kindd");
+  expect_rejected(with_inputs(R"json([{"abi": {"name": "f", "signature": "int32()", "bodyy": ""}}])json"),
+                  "unknown field inputs[0].abi.bodyy");
+  expect_rejected(with_inputs(R"([{"inline": "x", "format": "ptx", "patch": [{"offset": 0, "hex": "", "len": 1}]}])"),
+                  "unknown field inputs[0].patch[0].len");
+  // A field given twice: JSON keeps the last one, which would silently drop the first.
+  expect_rejected(R"({"schema": 1, "name": "x", "name": "y"})", "the field \"name\" appears twice");
+  // Control characters and invalid UTF-8 in a key are escaped in the message, not echoed.
+  expect_rejected("{\"schema\": 1, \"a\\u001b[31m\": 1}", "unknown field [\"a\\u001b[31m\"]");
+}
+
+TEST_F(HostileScenarioFile, DeepNestingIsAnErrorNotACrash) {
+  const std::string deep = "{\"schema\": 1, \"name\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  expect_rejected(deep, "name must be a string, not an array");
+}
+
+// ---- reading the scenario file itself --------------------------------------------------------
+
+TEST_F(HostileScenarioFile, OnlyRegularFilesOfBoundedSizeAreRead) {
+  expect_rejected_file(dir.path() / "missing.json", "no such file");
+  fs::create_directory(dir.path() / "a_directory.json");
+  expect_rejected_file(dir.path() / "a_directory.json", "is a directory");
+  // A FIFO without a writer would block a plain open() forever.
+  const fs::path fifo = dir.path() / "fifo.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_rejected_file(fifo, "is a FIFO");
+  // Endless bytes: refused before reading.
+  expect_rejected_file("/dev/zero", "is a character device");
+  // Larger than the limit: refused from its size (a sparse file: nothing is written).
+  const fs::path huge = dir.write("huge.json", "{");
+  fs::resize_file(huge, scenarios::max_scenario_file_bytes + 1);
+  expect_rejected_file(huge, "more than the " + std::to_string(scenarios::max_scenario_file_bytes) + "-byte limit");
+}
+
+TEST_F(HostileScenarioFile, AnUnreadableFileIsAUsageError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "running as root: permission bits do not restrict root";
+  const auto file = dir.write("locked.json", with_inputs(R"([{"inline": "x", "format": "ptx"}])"));
+  fs::permissions(file, fs::perms::none);
+  expect_rejected_file(file, "cannot be opened");
+}
+
+// ---- where inputs may be -------------------------------------------------------------------
+
+class HostileScenarioPaths : public HostileScenarioFile {
+ protected:
+  // dir/scenarios/s.json next to dir/outside.ptx.
+  fs::path scenario_dir() const { return dir.path() / "scenarios"; }
+  fs::path write_scenario(const std::string& inputs) const {
+    fs::create_directories(scenario_dir());
+    const fs::path file = scenario_dir() / "s.json";
+    dir.write("scenarios/s.json", with_inputs(inputs));
+    return file;
+  }
+  LoadOptions trusted() const {
+    LoadOptions options;
+    options.allow_paths_outside = true;
+    return options;
+  }
+  void SetUp() override { dir.write("outside.ptx", ".version 9.0\n"); }
+};
+
+TEST_F(HostileScenarioPaths, DotDotEscapesAreRefused) {
+  const fs::path file = write_scenario(R"([{"path": "../outside.ptx"}])");
+  expect_rejected_file(file, "inputs[0].path \"../outside.ptx\" leads outside the scenario file's directory");
+  EXPECT_NO_THROW((void)scenarios::load_scenario(file, trusted()));
+  // ".." that stays inside is a path like any other.
+  EXPECT_NO_THROW((void)scenarios::load_scenario(write_scenario(R"([{"path": "sub/../k.ptx"}])")));
+}
+
+TEST_F(HostileScenarioPaths, AbsolutePathsAreRefused) {
+  const fs::path file = write_scenario(R"([{"path": "/etc/passwd"}])");
+  expect_rejected_file(file, "inputs[0].path must be relative to the scenario file, not the absolute path \"/etc/passwd\"");
+  const auto scenario = scenarios::load_scenario(file, trusted());
+  EXPECT_EQ(std::get<scenarios::InputFile>(scenario.inputs.at(0).source).path, fs::path("/etc/passwd"));
+}
+
+TEST_F(HostileScenarioPaths, SymlinksLeadingOutsideAreRefused) {
+  const fs::path file = write_scenario(R"([{"path": "link.ptx"}, {"path": "linked_dir/outside.ptx"}])");
+  fs::create_symlink(dir.path() / "outside.ptx", scenario_dir() / "link.ptx");
+  fs::create_directory_symlink(dir.path(), scenario_dir() / "linked_dir");
+  expect_rejected_file(file, "inputs[0].path \"link.ptx\" leads outside");
+  const fs::path second = write_scenario(R"([{"path": "linked_dir/outside.ptx"}])");
+  expect_rejected_file(second, "inputs[0].path \"linked_dir/outside.ptx\" leads outside");
+  // A symlink that stays inside is fine.
+  dir.write("scenarios/inside.ptx", ".version 9.0\n");
+  fs::create_symlink(scenario_dir() / "inside.ptx", scenario_dir() / "alias.ptx");
+  EXPECT_NO_THROW((void)scenarios::load_scenario(write_scenario(R"([{"path": "alias.ptx"}])")));
+}
+
+TEST_F(HostileScenarioPaths, FixtureNamesStayInTheFixtureDirectory) {
+  expect_rejected_file(write_scenario(R"([{"fixture": "../outside.ptx"}])"), "inputs[0].fixture must be a name in the fixture directory");
+  expect_rejected_file(write_scenario(R"([{"fixture": "/etc/passwd"}])"), "inputs[0].fixture must be a name in the fixture directory");
+  expect_rejected_file(write_scenario(R"([{"fixture": ""}])"), "inputs[0].fixture must not be empty");
+  expect_rejected_file(write_scenario("[{\"fixture\": \"a\\u0000b\"}]"), "inputs[0].fixture must not contain a NUL");
+}
+
+TEST_F(HostileScenarioPaths, InputRootsAddDirectories) {
+  const fs::path file = write_scenario(R"([{"path": "../outside.ptx"}])");
+  LoadOptions options;
+  options.input_roots = {dir.path()};
+  EXPECT_NO_THROW((void)scenarios::load_scenario(file, options));
+  // By default the committed fixture sources are a root: scenarios/repro names "../fixtures/...".
+  EXPECT_NO_THROW((void)scenarios::load_scenario(test::scenario_path("repro/nrt-only-in-external-ptx.json")));
+  LoadOptions no_roots;
+  no_roots.input_roots.clear();
+  expect_rejected_file(test::scenario_path("repro/nrt-only-in-external-ptx.json"), "leads outside", no_roots);
+}
+
+// The check runs again as the input is read: a file swapped for a symlink after loading is
+// still refused, and so is a fixture that is a symlink leading out of the fixture directory.
+TEST_F(HostileScenarioPaths, InputsAreCheckedAgainWhenRead) {
+  const fs::path file = write_scenario(R"([{"path": "late.ptx", "origin": "bytes", "format": "ptx"}])");
+  dir.write("scenarios/late.ptx", ".version 9.0\n");
+  const scenarios::Scenario scenario = scenarios::load_scenario(file);
+  fs::remove(scenario_dir() / "late.ptx");
+  fs::create_symlink(dir.path() / "outside.ptx", scenario_dir() / "late.ptx");
+  CUJIT_EXPECT_ERROR((void)scenarios::run_scenario(scenario, dir.path()), ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("inputs[0].path \"" + (scenario_dir() / "late.ptx").string() +
+                                                              "\" leads outside"),
+                               std::string::npos)
+                     << error.what(););
+
+  const fs::path fixtures = dir.path() / "fixtures";
+  fs::create_directory(fixtures);
+  fs::create_symlink(dir.path() / "outside.ptx", fixtures / "evil.ptx");
+  const scenarios::Scenario by_fixture =
+      scenarios::load_scenario(write_scenario(R"([{"fixture": "evil.ptx", "origin": "bytes", "format": "ptx"}])"));
+  CUJIT_EXPECT_ERROR((void)scenarios::run_scenario(by_fixture, fixtures), ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("leads outside the fixture directory"), std::string::npos)
+                     << error.what(););
+}
+
+// Input files read as bytes go through the bounded regular-file reader; patches past the
+// end are refused without arithmetic overflow.
+TEST_F(HostileScenarioPaths, InputFilesThatAreNotRegularOrArePatchedPastTheEndAreUsageErrors) {
+  const fs::path fifo = scenario_dir() / "fifo.ptx";
+  const fs::path file = write_scenario(R"([{"path": "fifo.ptx", "origin": "bytes", "format": "ptx"}])");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  CUJIT_EXPECT_ERROR((void)scenarios::run_scenario(scenarios::load_scenario(file), dir.path()), ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("is a FIFO"), std::string::npos) << error.what(););
+  const fs::path zero = write_scenario(R"([{"path": "/dev/zero", "origin": "bytes", "format": "ptx"}])");
+  CUJIT_EXPECT_ERROR((void)scenarios::run_scenario(scenarios::load_scenario(zero, trusted()), dir.path()),
+                     ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("is a character device"), std::string::npos)
+                     << error.what(););
+  const fs::path patched = write_scenario(
+      R"([{"inline": "abc", "format": "ptx", "patch": [{"offset": 1073741824, "hex": "ffff"}]}])");
+  CUJIT_EXPECT_ERROR((void)scenarios::run_scenario(scenarios::load_scenario(patched), dir.path()), ErrorKind::usage,
+                     error,
+                     EXPECT_NE(std::string(error.what()).find("inputs[0].patch[0] (offset 1073741824, 2 bytes) reaches past"),
+                               std::string::npos)
+                     << error.what(););
+}
+
+}  // namespace
+}  // namespace cujit
