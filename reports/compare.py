@@ -4,11 +4,15 @@
 Per benchmark in both: the change of the median, the noise (cv) on both sides, a
 Mann-Whitney U test over the repetitions, and a verdict: slower / faster when the change
 passes the threshold and the test is significant, else same. Prints a markdown table;
-exits 1 when anything is slower, 0 otherwise, 2 on bad input.
+exits 1 when anything is slower, 0 otherwise, 2 on input it cannot use (a file that is
+not benchmark JSON, a missing or mistyped field, a NaN, infinite or negative time, no
+benchmark in both files) and on any failure of its own, which is never a verdict.
 """
 import argparse
+import math
 import os
 import sys
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,6 +70,9 @@ def main(argv=None):
                         help="relative slowdown of the median that fails (default 0.05)")
     parser.add_argument("--markdown", help="also write the table here")
     args = parser.parse_args(argv)
+    if not math.isfinite(args.threshold) or args.threshold < 0:
+        # NaN would make every comparison false: a gate that always passes.
+        parser.error(f"--threshold must be a finite number >= 0, not {args.threshold}")
     try:
         baseline = bench_json.load(args.baseline).benchmarks
         current = bench_json.load(args.current).benchmarks
@@ -74,15 +81,29 @@ def main(argv=None):
         return 2
     rows = compare(baseline, current, args.threshold)
     if not rows:
-        print("compare: no benchmark is in both files", file=sys.stderr)
+        print(f"compare: no benchmark with a time is in both {args.baseline} and {args.current}", file=sys.stderr)
         return 2
     text = markdown(rows, args.threshold)
     print(text)
     if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as out:
-            out.write(text)
+        try:
+            with open(args.markdown, "w", encoding="utf-8") as out:
+                out.write(text)
+        except OSError as error:
+            print(f"compare: cannot write {args.markdown}: {error}", file=sys.stderr)
+            return 2
     return 1 if any(r["verdict"] == "slower" for r in rows) else 0
 
 
+def run(argv=None):
+    """main(), with any failure of its own exit 2: exit 1 means "slower" and nothing else."""
+    try:
+        return main(argv)
+    except Exception:  # noqa: BLE001 - the gate's verdict must not be a crash's exit status
+        traceback.print_exc()
+        print("compare: internal error (above); no verdict", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -7,7 +7,9 @@
 """
 import argparse
 import json
+import math
 import os
+import stat
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,13 +32,42 @@ def entry(runs):
 
 def append(history, files):
     runs = [bench_json.load(f) for f in files]
-    with open(history, "a", encoding="utf-8") as out:
-        out.write(json.dumps(entry(runs), sort_keys=True) + "\n")
+    line = json.dumps(entry(runs), sort_keys=True) + "\n"
+    # Without blocking (a FIFO with no reader fails at once) and only to a regular file.
+    try:
+        fd = os.open(history, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as error:
+        raise bench_json.SchemaError(f"{history}: cannot be opened for appending ({error.strerror or error})") from error
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        if not stat.S_ISREG(os.fstat(out.fileno()).st_mode):
+            raise bench_json.SchemaError(f"{history}: is not a regular file")
+        out.write(line)
+
+
+def _check_line(history, number, line):
+    where = f"{history}: line {number}"
+    if not isinstance(line, dict):
+        raise bench_json.SchemaError(f"{where} must be an object")
+    commit = line.get("commit")
+    if commit is not None and not isinstance(commit, str):
+        raise bench_json.SchemaError(f"{where}: commit must be a string, not {commit!r}")
+    medians = line.get("medians", {})
+    if not isinstance(medians, dict):
+        raise bench_json.SchemaError(f"{where}: medians must be an object")
+    for name, value in medians.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise bench_json.SchemaError(f"{where}: medians.{name} must be a finite number >= 0, not {value!r}")
+    return line
 
 
 def read(history):
-    with open(history, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """The history's lines, each checked; SchemaError naming the file and the line."""
+    text = bench_json.read_text(history)
+    lines = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        if raw.strip():
+            lines.append(_check_line(history, number, bench_json.parse_json(f"{history}: line {number}", raw)))
+    return lines
 
 
 def plot(history, out_dir):
@@ -80,7 +111,7 @@ def main(argv=None):
         else:
             for path in plot(args.history, args.out):
                 print(path)
-    except (bench_json.SchemaError, OSError, json.JSONDecodeError) as error:
+    except (bench_json.SchemaError, OSError) as error:
         print(f"history: {error}", file=sys.stderr)
         return 2
     return 0

@@ -243,7 +243,11 @@ def main(argv=None):
     except bench_json.SchemaError as error:
         print(f"report: {error}", file=sys.stderr)
         return 2
-    os.makedirs(args.out, exist_ok=True)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as error:
+        print(f"report: cannot create the output directory {args.out}: {error}", file=sys.stderr)
+        return 2
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

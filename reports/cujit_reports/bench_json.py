@@ -5,7 +5,10 @@ without Google Benchmark's decorations (/iterations:N, /repeats:N, /manual_time,
 aggregate suffix). Times are in seconds.
 """
 import json
+import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 
 SCHEMA = "1"
@@ -44,7 +47,7 @@ class Run:
         peer = self.context.get("peer")
         if peer:
             return f"{peer} {self.context.get('peer_version', '')}".strip()
-        return "cujit " + self.context.get("cujit_version", "?")
+        return f"cujit {self.context.get('cujit_version') or '?'}"
 
 
 def base_name(name):
@@ -61,36 +64,181 @@ _COUNTER_SKIP = {"name", "run_name", "run_type", "repetitions", "repetition_inde
                  "error_occurred", "error_message"}
 
 
-def load(path):
+# Benchmark JSON larger than this is refused unread (a full GPU run is a few MB).
+MAX_BYTES = 256 << 20
+
+# Context fields shown in reports and history: text when present.
+_CONTEXT_TEXT = ("cujit_version", "cujit_git_commit", "device", "driver_version", "nvrtc_version",
+                 "nvjitlink_version", "date", "peer", "peer_version", "cujit_schema")
+
+
+def _kind_of(mode):
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def read_text(path, limit=MAX_BYTES):
+    """The text of a regular file of at most `limit` bytes: opened without blocking (a FIFO
+    never hangs the reader), checked on the open descriptor, decoded as UTF-8. SchemaError
+    naming the path otherwise."""
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, json.JSONDecodeError) as error:
-        raise SchemaError(f"{path}: cannot be read as JSON ({error})") from error
-    context = doc.get("context", {}) if isinstance(doc, dict) else {}
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise SchemaError(f"{path}: cannot be opened ({error.strerror or error})") from error
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SchemaError(f"{path}: is {_kind_of(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise SchemaError(f"{path}: is {info.st_size} bytes, more than the {limit}-byte limit")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    except OSError as error:
+        raise SchemaError(f"{path}: cannot be read ({error.strerror or error})") from error
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise SchemaError(f"{path}: grew past the {limit}-byte limit while read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SchemaError(f"{path}: is not UTF-8 text ({error})") from error
+
+
+def parse_json(path, text):
+    """JSON from `text`; SchemaError naming the path for anything json cannot read (nesting
+    too deep for Python's recursion included)."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError, ValueError) as error:
+        raise SchemaError(f"{path}: is not JSON ({type(error).__name__}: {error})") from error
+
+
+def _describe(value):
+    text = json.dumps(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class _Checker:
+    """Field checks that fail naming the file and the field's JSON path."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def fail(self, where, what):
+        raise SchemaError(f"{self.path}: {where} {what}")
+
+    def wrong(self, where, wanted, value):
+        self.fail(where, f"must be {wanted}, not {_describe(value)}")
+
+    def object(self, where, value):
+        if not isinstance(value, dict):
+            self.wrong(where, "an object", value)
+        return value
+
+    def text(self, where, value):
+        if not isinstance(value, str):
+            self.wrong(where, "a string", value)
+        return value
+
+    def flag(self, where, value):
+        if not isinstance(value, bool):
+            self.wrong(where, "true or false", value)
+        return value
+
+    def number(self, where, value, minimum=0.0):
+        """A finite number >= minimum (not a boolean, NaN or infinity)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.wrong(where, "a number", value)
+        try:
+            number = float(value)
+        except OverflowError:
+            self.wrong(where, "a finite number", value)
+        if not math.isfinite(number):
+            self.wrong(where, "a finite number", value)
+        if number < minimum:
+            self.wrong(where, f"a number >= {minimum:g}", value)
+        return number
+
+
+def _context(check, doc):
+    context = check.object("context", doc["context"]) if "context" in doc else check.fail("context", "is missing")
     schema = context.get("cujit_schema")
     if schema != SCHEMA:
-        raise SchemaError(f"{path}: context.cujit_schema is {schema!r}, this report reads {SCHEMA!r}")
+        check.fail("context.cujit_schema", f"is {schema!r}, this report reads {SCHEMA!r}")
+    for key in _CONTEXT_TEXT:
+        if context.get(key) is not None:
+            check.text(f"context.{key}", context[key])
+    return context
+
+
+def _entry(check, where, entry, benchmarks):
+    check.object(where, entry)
+    raw_name = entry.get("run_name") or entry.get("name")
+    key = "run_name" if entry.get("run_name") else "name"
+    if raw_name is None:
+        check.fail(f"{where}.name", "is missing")
+    name = base_name(check.text(f"{where}.{key}", raw_name))
+    if not name:
+        check.fail(f"{where}.{key}", "must not be empty")
+    record = benchmarks.setdefault(name, Benchmark(name))
+    if check.flag(f"{where}.error_occurred", entry.get("error_occurred", False)):
+        record.error = check.text(f"{where}.error_message", entry.get("error_message", "error"))
+        return
+    if "real_time" not in entry:
+        check.fail(f"{where}.real_time", "is missing")
+    real_time = check.number(f"{where}.real_time", entry["real_time"])
+    run_type = check.text(f"{where}.run_type", entry.get("run_type", "iteration"))
+    if run_type not in ("iteration", "aggregate"):
+        check.wrong(f"{where}.run_type", "iteration or aggregate", run_type)
+    aggregate = None
+    if run_type == "aggregate":
+        aggregate = check.text(f"{where}.aggregate_name", entry.get("aggregate_name"))
+        if aggregate == "cv":
+            record.cv = real_time  # a ratio, not a time (Google Benchmark writes time_unit "")
+            return
+        if aggregate not in ("mean", "median", "stddev"):
+            return  # an aggregate the reports do not use
+    unit = check.text(f"{where}.time_unit", entry.get("time_unit", "ns"))
+    if unit not in _UNITS:
+        check.wrong(f"{where}.time_unit", "one of " + ", ".join(_UNITS), unit)
+    seconds = real_time * _UNITS[unit]
+    if aggregate:
+        setattr(record, aggregate, seconds)
+        return
+    record.samples.append(seconds)
+    for counter, value in entry.items():
+        if counter not in _COUNTER_SKIP and isinstance(value, (int, float)) and not isinstance(value, bool):
+            record.counters.setdefault(counter, []).append(check.number(f"{where}.{counter}", value, -math.inf))
+
+
+def load(path):
+    """A Run from cujit benchmark JSON. Anything a report cannot use (not a regular file,
+    not JSON, a missing or mistyped field, a time that is NaN, infinite or negative, no
+    benchmarks at all) is a SchemaError naming the file and the field."""
+    doc = parse_json(path, read_text(path))
+    check = _Checker(path)
+    check.object("the top level", doc)
+    context = _context(check, doc)
+    if "benchmarks" not in doc:
+        check.fail("benchmarks", "is missing")
+    entries = doc["benchmarks"]
+    if not isinstance(entries, list):
+        check.wrong("benchmarks", "a list", entries)
+    if not entries:
+        check.fail("benchmarks", "is empty: there is nothing to report")
     benchmarks = {}
-    for entry in doc.get("benchmarks", []):
-        name = base_name(entry.get("run_name") or entry.get("name", ""))
-        record = benchmarks.setdefault(name, Benchmark(name))
-        if entry.get("error_occurred"):
-            record.error = entry.get("error_message", "error")
-            continue
-        scale = _UNITS.get(entry.get("time_unit", "ns"), 1e-9)
-        seconds = entry.get("real_time", 0.0) * scale
-        if entry.get("run_type") == "aggregate":
-            aggregate = entry.get("aggregate_name")
-            if aggregate == "cv":
-                record.cv = entry.get("real_time")  # a ratio, not a time
-            elif aggregate in ("mean", "median", "stddev"):
-                setattr(record, aggregate, seconds)
-            continue
-        record.samples.append(seconds)
-        for key, value in entry.items():
-            if key not in _COUNTER_SKIP and isinstance(value, (int, float)):
-                record.counters.setdefault(key, []).append(float(value))
+    for i, entry in enumerate(entries):
+        _entry(check, f"benchmarks[{i}]", entry, benchmarks)
     for record in benchmarks.values():
         if record.samples and record.median is None:
             ordered = sorted(record.samples)
