@@ -23,6 +23,7 @@ STAGES = ["support", "code", "cache", "driver", "compile", "link", "graph", "bui
 # check fails on a header it does not know.
 STAGE_OF_HEADER = {
     "error.hpp": "support",
+    "environment.hpp": "support",
     "diagnostics.hpp": "support",
     "toolkit.hpp": "support",
     "format.hpp": "code",

@@ -2,6 +2,13 @@
 // File-level cases run for both backends on CPU (they fail before any backend call);
 // link-level cases run through nvJitLink on CPU and through the driver linker on a GPU.
 #include <gtest/gtest.h>
+#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include "cujit/linker.hpp"
 #include "support/fixtures.hpp"
@@ -19,6 +26,174 @@ bool contains(const std::string& text, const std::string& fragment) {
 
 std::string backend_name(const ::testing::TestParamInfo<LinkerBackend>& info) {
   return std::string(to_string(info.param));
+}
+
+// ---- special files and sizes: nothing blocks, nothing is read unbounded ----------------
+
+// Every path that is not a regular file of bounded size is refused before a byte is read,
+// naming the path and what it is; none of these may block or exhaust memory.
+TEST(HostileInputFile, SpecialFilesAreRefusedWithoutBlocking) {
+  test::TempDir dir;
+  const std::filesystem::path fifo = dir.path() / "input.ptx";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::filesystem::path to_zero = dir.path() / "zero.cubin";
+  std::filesystem::create_symlink("/dev/zero", to_zero);
+  const std::filesystem::path to_null = dir.path() / "null.ptx";
+  std::filesystem::create_symlink("/dev/null", to_null);
+  const std::filesystem::path subdir = dir.path() / "dir.fatbin";
+  std::filesystem::create_directory(subdir);
+  const std::vector<std::pair<std::filesystem::path, std::string>> cases{
+      {fifo, "is a FIFO"},
+      {to_zero, "is a character device"},
+      {to_null, "is a character device"},
+      {subdir, "is a directory"},
+  };
+  for (const auto& [path, what] : cases) {
+    CUJIT_EXPECT_ERROR((void)LinkableCode::from_path(path), ErrorKind::io, error,
+                       EXPECT_TRUE(contains(error.what(), path.string())) << error.what();
+                       EXPECT_TRUE(contains(error.what(), what)) << error.what(););
+  }
+}
+
+TEST(HostileInputFile, AFileOverTheLimitIsRefusedBeforeItIsRead) {
+  test::TempDir dir;
+  const std::filesystem::path huge = dir.path() / "huge.cubin";
+  { std::ofstream(huge.string()).put('x'); }
+  // Sparse: takes no disk space, and reading it would take 1 GiB of memory.
+  std::filesystem::resize_file(huge, LinkableCode::max_file_bytes + 1);
+  CUJIT_EXPECT_ERROR((void)LinkableCode::from_path(huge), ErrorKind::io, error,
+                     EXPECT_TRUE(contains(error.what(), "huge.cubin")) << error.what();
+                     EXPECT_TRUE(contains(error.what(), "-byte limit")) << error.what(););
+}
+
+// ---- logs: unbounded text is read without recursion -------------------------------------
+
+TEST(HostileLinkerLog, AnUnresolvedSymbolOfAnyLengthIsNamed) {
+  // A 28k-character symbol overflowed the stack of the std::regex that read the log.
+  const std::string symbol = "_Z" + std::string(28000, 'x');
+  const std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n.extern .func " + symbol +
+                          "();\n.visible .entry k() {\n  call.uni " + symbol + ", ();\n  ret;\n}\n";
+  Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
+  linker.add(LinkableCode::ptx(ptx, "long_symbol.ptx"));
+  try {
+    (void)linker.link();
+    FAIL() << "linked with an unresolved symbol";
+  } catch (const LinkError& error) {
+    ASSERT_EQ(error.unresolved_symbols().size(), 1u) << error.message().substr(0, 300);
+    EXPECT_EQ(error.unresolved_symbols().front(), symbol);
+  }
+}
+
+// ---- stderr: nvJitLink's stderr-only errors are read without taking stderr from anyone ---
+
+// Points fd 2 at a file for the test's lifetime, so what the test prints (and what cujit
+// forwards) can be read back.
+class StderrToFile {
+ public:
+  explicit StderrToFile(const std::filesystem::path& path) {
+    std::fflush(stderr);
+    saved_ = ::dup(STDERR_FILENO);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    ::dup2(fd, STDERR_FILENO);
+    ::close(fd);
+  }
+  ~StderrToFile() {
+    std::fflush(stderr);
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+  }
+
+ private:
+  int saved_ = -1;
+};
+
+void write_line(const std::string& line) {
+  const std::string text = line + "\n";
+  (void)!::write(STDERR_FILENO, text.data(), text.size());
+}
+
+LinkResult link_files(const std::vector<std::string>& fixtures) {
+  Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
+  for (const std::string& name : fixtures) linker.add_file(fixture_path(name));
+  return linker.link();
+}
+
+TEST(NvJitLinkStderr, MultipleDefinitionsReportedOnlyOnStderrFailTheLink) {
+  // nvJitLink 13.0 reports these with NVJITLINK_SUCCESS and an "error : ..." line on
+  // stderr; the definitions check cannot read inside objects and fatbins.
+  test::TempDir dir;
+  StderrToFile redirect(dir.path() / "stderr.txt");
+  try {
+    (void)link_files({"dev_add.o", "dev_add_ptx.fatbin"});
+    ADD_FAILURE() << "linked although dev_add is defined twice";
+  } catch (const LinkError& error) {
+    EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"});
+    EXPECT_TRUE(contains(error.log(), "Multiple definition of 'dev_add'")) << error.log();
+    EXPECT_FALSE(contains(error.what(), "#cujit-link-")) << "the session tag leaked: " << error.what();
+  }
+  EXPECT_FALSE(contains(read_bytes(dir.path() / "stderr.txt"), "Multiple definition"))
+      << "the claimed diagnostic was printed as well";
+}
+
+TEST(HostileStderr, AnotherThreadsErrorLinesNeverFailALink) {
+  test::TempDir dir;
+  StderrToFile redirect(dir.path() / "stderr.txt");
+  std::atomic<bool> done{false};
+  std::thread noise([&] {
+    while (!done) write_line("error   : Multiple definition of 'dev_add' in 'x.ptx', first defined in 'y.ptx'");
+  });
+  int linked = 0;
+  for (int i = 0; i < 20; ++i) {
+    try {
+      (void)link_files({"dev_add.ptx", "scale_kernel.ptx"});
+      ++linked;
+    } catch (const Error& error) {
+      ADD_FAILURE() << "a valid link failed: " << error.what();
+    }
+  }
+  done = true;
+  noise.join();
+  EXPECT_EQ(linked, 20);
+}
+
+TEST(HostileStderr, WhatOtherThreadsWriteIsNeitherLostNorClaimed) {
+  test::TempDir dir;
+  constexpr int lines = 3000;
+  {
+    StderrToFile redirect(dir.path() / "stderr.txt");
+    std::thread writer([&] {
+      for (int i = 0; i < lines; ++i) write_line("info    : line " + std::to_string(i) + " of another thread");
+    });
+    for (int i = 0; i < 10; ++i) (void)link_files({"scale_kernel.ptx"});
+    writer.join();
+  }
+  const std::string written = read_bytes(dir.path() / "stderr.txt");
+  int found = 0;
+  for (int i = 0; i < lines; ++i) found += contains(written, "info    : line " + std::to_string(i) + " of") ? 1 : 0;
+  EXPECT_EQ(found, lines);
+}
+
+TEST(HostileStderr, ConcurrentLinksClaimOnlyTheirOwnErrors) {
+  test::TempDir dir;
+  StderrToFile redirect(dir.path() / "stderr.txt");
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        const bool duplicate = (t + i) % 2 == 0;
+        try {
+          (void)link_files(duplicate ? std::vector<std::string>{"dev_add.o", "dev_add_ptx.fatbin"}
+                                     : std::vector<std::string>{"dev_add.ptx", "scale_kernel.ptx"});
+          if (duplicate) ++wrong;
+        } catch (const LinkError&) {
+          if (!duplicate) ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 // ---- file-level: both backends, CPU --------------------------------------------------

@@ -1,5 +1,7 @@
 #include "support/fixtures.hpp"
 
+#include "cujit/environment.hpp"
+
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -39,9 +41,6 @@ std::filesystem::path TempDir::write(const std::string& name, const std::string&
   return file;
 }
 
-bool gpu_required() {
-  const char* value = std::getenv("CUJIT_REQUIRE_GPU");
-  return value != nullptr && std::string(value) != "" && std::string(value) != "0";
-}
+bool gpu_required() { return environment::flag("CUJIT_REQUIRE_GPU", false); }
 
 }  // namespace cujit::test

@@ -5,6 +5,7 @@
 // from. Built only through factories that check the bytes, so a
 // LinkableCode that exists is structurally sound for its format.
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -30,7 +31,10 @@ class LinkableCode {
   // Any format, checked: the bytes must look like `format` and be intact.
   static LinkableCode from_bytes(Format format, Bytes bytes, std::string name);
   // Format from the extension, then checked against the content. The name is the path.
+  // Only a regular file of at most max_file_bytes is read (opened without blocking, sized
+  // first); anything else is Error(io) naming the path and what it is.
   static LinkableCode from_path(const std::filesystem::path& path);
+  static constexpr std::uint64_t max_file_bytes = std::uint64_t{1} << 30;
 
   Format format() const noexcept { return format_; }
   const Bytes& bytes() const noexcept { return bytes_; }

@@ -51,8 +51,10 @@ struct Decision {
 Decision decide(bool globally_enabled, std::optional<bool> kernel_override,
                 bool own_ptx_references_nrt, bool any_input_flagged) noexcept;
 
-// The global switch: initially from CUJIT_ENABLE_NRT ("1"/"true"/"on"), default off.
-bool enabled() noexcept;
+// The global switch: initially from CUJIT_ENABLE_NRT (a flag), default off.
+// Throws Error(usage) naming CUJIT_ENABLE_NRT when its value is not a flag (see
+// cujit/environment.hpp) and set_enabled() has not decided.
+bool enabled();
 void set_enabled(bool on) noexcept;
 
 // nrt.cuh (and the table it includes) as NVRTC headers, named as external code includes

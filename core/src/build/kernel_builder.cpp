@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <deque>
 #include <map>
-#include <regex>
 #include <tuple>
 
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
+#include "link/link_log.hpp"
 #include "support/ptx_scan.hpp"
 
 namespace cujit {
@@ -19,13 +19,12 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-// Inputs the log says reference an NRT symbol ("Undefined reference to 'NRT_x' in 'y'").
+// Inputs the log says reference an NRT function ("Undefined reference to 'NRT_x' in 'y'").
 std::vector<std::string> inputs_referencing_nrt(const std::string& log) {
-  static const std::regex pattern(R"(Undefined reference to '(NRT_\w+)' in '([^']+)')");
   std::vector<std::string> inputs;
-  for (std::sregex_iterator it(log.begin(), log.end(), pattern), end; it != end; ++it) {
-    const std::string input = (*it)[2].str();
-    if (std::find(inputs.begin(), inputs.end(), input) == inputs.end()) inputs.push_back(input);
+  for (const detail::LogMention& mention : detail::mentions(log, {"Undefined reference to"})) {
+    if (!nrt::is_function_name(mention.symbol) || mention.input.empty()) continue;
+    if (std::find(inputs.begin(), inputs.end(), mention.input) == inputs.end()) inputs.push_back(mention.input);
   }
   return inputs;
 }

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "cujit/environment.hpp"
 #include "cujit/error.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/module.hpp"
@@ -28,13 +29,10 @@ constexpr std::string_view names[] = {
 #undef CUJIT_NRT_FUNCTION
 };
 
+// -1: not read from the environment yet; then 0 or 1. A bad CUJIT_ENABLE_NRT is a usage
+// error each time it is read, until set_enabled() decides.
 std::atomic<int>& global_switch() {
-  static std::atomic<int> state{[] {
-    const char* value = std::getenv("CUJIT_ENABLE_NRT");
-    if (value == nullptr) return 0;
-    const std::string text(value);
-    return text == "1" || text == "true" || text == "on" || text == "ON" ? 1 : 0;
-  }()};
+  static std::atomic<int> state{-1};
   return state;
 }
 
@@ -87,7 +85,14 @@ Decision decide(bool globally_enabled, std::optional<bool> kernel_override,
   return {false, Reason::not_used};
 }
 
-bool enabled() noexcept { return global_switch().load() != 0; }
+bool enabled() {
+  const int state = global_switch().load();
+  if (state >= 0) return state != 0;
+  const bool on = environment::flag("CUJIT_ENABLE_NRT", false);
+  int unread = -1;
+  global_switch().compare_exchange_strong(unread, on ? 1 : 0);
+  return global_switch().load() != 0;
+}
 void set_enabled(bool on) noexcept { global_switch().store(on ? 1 : 0); }
 
 std::vector<Header> headers() {

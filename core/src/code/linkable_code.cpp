@@ -72,7 +72,7 @@ LinkableCode LinkableCode::from_path(const std::filesystem::path& path) {
                 "'" + name + "' has the unknown extension '" + extension + "'; expected one of " +
                     known_extensions());
   }
-  Bytes bytes = detail::read_file(path, from_path_component);
+  Bytes bytes = detail::read_file(path, from_path_component, max_file_bytes);
   check_bytes(*format, bytes, name, from_path_component);
   return LinkableCode(*format, std::move(bytes), name);
 }

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "cujit/compile_cache.hpp"
+#include "cujit/environment.hpp"
 #include "cujit/error.hpp"
 #include "driver/driver_api.hpp"
 #include "link/defined_symbols.hpp"
+#include "link/link_log.hpp"
 #include "link/link_session.hpp"
 #include "support/library_identity.hpp"
 #include "support/record.hpp"
@@ -37,29 +38,6 @@ std::string describe_inputs(const std::vector<const LinkableCode*>& inputs) {
   return out.empty() ? std::string("no inputs") : out;
 }
 
-// Symbols named by a log line matching `pattern` (first capture group), each once.
-std::vector<std::string> symbols_matching(const std::string& log, const std::regex& pattern) {
-  std::set<std::string> found;
-  for (std::sregex_iterator it(log.begin(), log.end(), pattern), end; it != end; ++it) {
-    found.insert((*it)[1].str());
-  }
-  return {found.begin(), found.end()};
-}
-
-std::vector<std::string> unresolved_symbols(const std::string& log) {
-  // nvJitLink: "Undefined reference to 'f' in 'x.ptx'"; ptxas (LTO, driver):
-  // "Unresolved extern function 'f'".
-  static const std::regex pattern(
-      R"((?:Undefined reference to|Unresolved extern (?:function|variable)) '([^']+)')");
-  return symbols_matching(log, pattern);
-}
-
-std::vector<std::string> duplicate_symbols(const std::string& log) {
-  static const std::regex pattern(
-      R"((?:Multiple definition of|Linking globals named) '([^']+)')");
-  return symbols_matching(log, pattern);
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -69,8 +47,8 @@ std::string join(const std::vector<std::string>& items) {
 [[noreturn]] void throw_link_error(const detail::LinkSession& session,
                                    const detail::StepStatus& step, const std::string& what,
                                    const std::string& error_log, const std::string& info_log) {
-  std::vector<std::string> unresolved = unresolved_symbols(error_log);
-  std::vector<std::string> duplicates = duplicate_symbols(error_log);
+  std::vector<std::string> unresolved = detail::unresolved_symbols(error_log);
+  std::vector<std::string> duplicates = detail::duplicate_symbols(error_log);
   std::string message = what + " failed: " + step.status;
   if (step.input_too_new) {
     message += "; the input was made by a newer toolkit than this nvJitLink (" + nvjitlink_version() +
@@ -149,15 +127,16 @@ CompileTarget cu_compile_target(LinkerBackend backend, bool lto) noexcept {
 }
 
 namespace {
-const char* environment_backend() {
-  const char* value = std::getenv("CUJIT_LINKER");
-  return value != nullptr ? value : "";
+std::string environment_backend() {
+  return environment::choice("CUJIT_LINKER", {"nvjitlink", "driver"}, "");
 }
 }  // namespace
 
 Linker::Linker(LinkOptions options, BuildCache& cache)
     : options_(std::move(options)),
-      backend_(choose_backend(options_.backend, environment_backend())),
+      // The environment is read only when no backend was asked for: a bad CUJIT_LINKER
+      // cannot fail a link that names its backend.
+      backend_(choose_backend(options_.backend, options_.backend ? "" : environment_backend())),
       cache_(&cache) {}
 
 Linker::~Linker() = default;

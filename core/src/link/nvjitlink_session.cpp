@@ -30,6 +30,8 @@ std::string result_name(nvJitLinkResult result) {
     case NVJITLINK_ERROR_ARCH_MISMATCH: return "NVJITLINK_ERROR_ARCH_MISMATCH";
     case NVJITLINK_ERROR_OUTDATED_LIBRARY: return "NVJITLINK_ERROR_OUTDATED_LIBRARY";
     case NVJITLINK_ERROR_MISSING_FATBIN: return "NVJITLINK_ERROR_MISSING_FATBIN";
+    case NVJITLINK_ERROR_UNRECOGNIZED_ARCH: return "NVJITLINK_ERROR_UNRECOGNIZED_ARCH";
+    case NVJITLINK_ERROR_UNSUPPORTED_ARCH: return "NVJITLINK_ERROR_UNSUPPORTED_ARCH";
     default: return "nvJitLinkResult " + std::to_string(static_cast<int>(result));
   }
 }
@@ -45,11 +47,15 @@ class NvJitLinkSession final : public LinkSession {
     const nvJitLinkResult result =
         nvJitLinkCreate(&handle_, static_cast<std::uint32_t>(pointers.size()), pointers.data());
     if (result != NVJITLINK_SUCCESS) {
+      // A failed create can still hand back a handle holding the reason: read its log,
+      // then release it (it leaked about 1 KB per failure before).
+      const std::string log = handle_ != nullptr ? read_log(nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog) : "";
+      if (handle_ != nullptr) nvJitLinkDestroy(&handle_);
       handle_ = nullptr;
       std::string joined;
       for (const std::string& option : options) joined += " " + option;
       throw Error(ErrorKind::link, "nvJitLink (nvJitLinkCreate)",
-                  "creating a link for" + joined + " failed: " + result_name(result));
+                  "creating a link for" + joined + " failed: " + result_name(result), log);
     }
     handle_created(HandleKind::link_session);
   }
@@ -66,7 +72,9 @@ class NvJitLinkSession final : public LinkSession {
     const auto type = static_cast<nvJitLinkInputType>(traits(code.format()).nvjitlink_input);
     // nvJitLink keeps the name pointer and reads it again when it writes the log at
     // completion: the session owns every name for as long as the link lives.
-    names_.push_back(code.name().empty() ? "unnamed " + std::string(to_string(code.format())) : code.name());
+    // The tag marks what nvJitLink prints about this session's inputs (see captured()).
+    names_.push_back((code.name().empty() ? "unnamed " + std::string(to_string(code.format())) : code.name()) +
+                     tag_);
     const char* name = names_.back().c_str();
     return captured("nvJitLinkAddData", [&] {
       return nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(), name);
@@ -78,10 +86,10 @@ class NvJitLinkSession final : public LinkSession {
   }
 
   std::string info_log() const override {
-    return read_log(nvJitLinkGetInfoLogSize, nvJitLinkGetInfoLog);
+    return without_tag(read_log(nvJitLinkGetInfoLogSize, nvJitLinkGetInfoLog), tag_);
   }
   std::string error_log() const override {
-    return read_log(nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog) + stderr_messages_;
+    return without_tag(read_log(nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog), tag_) + stderr_messages_;
   }
 
   StepStatus cubin(Bytes& image) const override {
@@ -100,10 +108,11 @@ class NvJitLinkSession final : public LinkSession {
  private:
   // nvJitLink 13.0 reports some errors (multiple definitions, found while adding a cubin
   // or at completion) only as "@E@" lines on stderr, with NVJITLINK_SUCCESS. Each call runs
-  // under a stderr capture and such lines make the step fail.
+  // under a stderr capture, and such lines that name this session's (tagged) inputs make
+  // the step fail; nothing another thread prints can.
   template <class Call>
   StepStatus captured(const char* name, Call call) {
-    StderrCapture capture;
+    StderrCapture capture(tag_);
     const nvJitLinkResult result = call();
     const std::string messages = capture.finish();
     stderr_messages_ += messages;
@@ -129,6 +138,7 @@ class NvJitLinkSession final : public LinkSession {
   }
 
   nvJitLinkHandle handle_ = nullptr;
+  std::string tag_ = unique_stderr_tag();
   std::deque<std::string> names_;  // stable addresses: see add()
   std::string stderr_messages_;
 };

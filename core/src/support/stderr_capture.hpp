@@ -1,31 +1,48 @@
 #pragma once
-#include <mutex>
+// nvJitLink 13.0 reports some link errors (multiple definitions) only by printing
+// "error   : ..." lines to stderr while returning NVJITLINK_SUCCESS: reading them is the
+// only way to turn them into errors. StderrCapture reads them without taking stderr from
+// anyone else:
+// - one process-wide tap, installed while any capture is active, points file descriptor
+//   2 at a pipe whose reader forwards every line to the real stderr at once (nothing
+//   written by other threads or libraries is lost or held back longer than its line),
+//   except the tagged linker diagnostics, which their capture reports instead;
+// - a capture claims only the linker diagnostics that carry its tag (a session-unique
+//   string in the input names it gave nvJitLink), so another thread's "error : ..." line,
+//   or another link's, never changes its result;
+// - captures run concurrently; no lock is held across the linker's calls.
+
+#include <cstdint>
 #include <string>
 
 namespace cujit::detail {
 
-// Redirects file descriptor 2 into a temporary file for its lifetime and hands back what
-// was written. nvJitLink 13.0 reports some link errors (multiple definitions) only by
-// printing "error   : ..." lines to stderr while returning NVJITLINK_SUCCESS; capturing them
-// is the only way to turn them into errors. Captures are serialised process-wide; lines
-// that are not nvJitLink's are written back to the real stderr on release.
 class StderrCapture {
  public:
-  StderrCapture();
+  // Starts (or joins) the tap. `tag` must be unique to the caller's link session.
+  explicit StderrCapture(std::string tag);
   ~StderrCapture();
   StderrCapture(const StderrCapture&) = delete;
   StderrCapture& operator=(const StderrCapture&) = delete;
 
-  // Stops capturing (idempotent) and returns the linker's diagnostic lines ("error   : ...",
-  // "warning : ..."), any "@E@"-style prefix removed; other lines go back to stderr.
+  // Waits until everything written to stderr before this call has passed the tap, then
+  // returns the linker diagnostics ("error   : ...", "warning : ...", "info    : ...",
+  // any "@E@"-style prefix removed) written since the capture started that contain the
+  // tag, with the tag removed. Idempotent.
   std::string finish();
 
  private:
-  std::unique_lock<std::mutex> lock_;
-  int saved_fd_ = -1;
-  int capture_fd_ = -1;
-  std::string tagged_;
+  std::string tag_;
+  std::uint64_t first_line_ = 0;
+  bool active_ = false;
   bool finished_ = false;
+  std::string claimed_;
 };
+
+// A tag unique in this process ("#cujit-link-17").
+std::string unique_stderr_tag();
+
+// `text` with every occurrence of `tag` removed.
+std::string without_tag(std::string text, const std::string& tag);
 
 }  // namespace cujit::detail

@@ -1,7 +1,8 @@
 #include "cujit/toolkit.hpp"
 
+#include <algorithm>
 #include <cstdlib>
-#include <regex>
+#include <sstream>
 
 #include "cujit/error.hpp"
 #include "support/file_io.hpp"
@@ -32,12 +33,21 @@ std::string cccl_version() {
 std::string read_cccl_version() {
   const std::string text =
       detail::read_file(cccl_dir() / "cuda" / "std" / "__cccl" / "version.h", "toolkit::cccl_version");
-  std::smatch match;
-  if (!std::regex_search(text, match, std::regex(R"(#define\s+CCCL_VERSION\s+(\d+))"))) {
-    throw Error(ErrorKind::io, "toolkit::cccl_version",
-                "no CCCL_VERSION in " + (cccl_dir() / "cuda/std/__cccl/version.h").string());
+  // The line "#define CCCL_VERSION 3000001", read token by token.
+  std::size_t line_start = 0;
+  while (line_start < text.size()) {
+    const std::size_t line_end = std::min(text.find('\n', line_start), text.size());
+    std::istringstream line(text.substr(line_start, line_end - line_start));
+    std::string hash_define, name, value;
+    line >> hash_define >> name >> value;
+    if (hash_define == "#define" && name == "CCCL_VERSION" && !value.empty() &&
+        value.find_first_not_of("0123456789") == std::string::npos) {
+      return value;
+    }
+    line_start = line_end + 1;
   }
-  return match[1].str();
+  throw Error(ErrorKind::io, "toolkit::cccl_version",
+              "no CCCL_VERSION in " + (cccl_dir() / "cuda/std/__cccl/version.h").string());
 }
 
 }  // namespace cujit::toolkit

@@ -1,0 +1,29 @@
+#pragma once
+// cujit's environment variables, read one way. Each accepts a documented set of values;
+// anything else is Error(usage) naming the variable, its value and what it accepts,
+// never a silent default. The variables (docs/cli.md lists them with their values):
+//   CUJIT_ENABLE_NRT   flag    link NRT when code uses it (nrt::enabled)
+//   CUJIT_LINKER       nvjitlink | driver   the linker backend when none is requested
+//   CUJIT_CACHE        off | memory | disk  the build cache's tiers
+//   CUJIT_CACHE_DIR    path    the disk tier's directory
+//   CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES   byte counts
+//   CUJIT_CUDA_INCLUDE path    the toolkit's include directory (CUB, CCCL)
+//   CUJIT_REQUIRE_GPU  flag    GPU tests fail instead of skipping without a device
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace cujit::environment {
+
+// "1", "true", "on", "yes" -> true; "0", "false", "off", "no" -> false; unset or empty ->
+// `fallback`.
+bool flag(const char* name, bool fallback);
+// One of `allowed`; unset or empty -> `fallback`.
+std::string choice(const char* name, std::initializer_list<std::string_view> allowed,
+                   std::string_view fallback);
+// A decimal count of at most 2^64-1; unset or empty -> `fallback`.
+std::uint64_t count(const char* name, std::uint64_t fallback);
+
+}  // namespace cujit::environment

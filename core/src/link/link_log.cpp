@@ -1,0 +1,54 @@
+#include "link/link_log.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace cujit::detail {
+namespace {
+
+// The quoted text starting at `at` (just after an opening quote), up to the closing one.
+std::string_view quoted(std::string_view log, std::size_t at) {
+  const std::size_t end = log.find('\'', at);
+  return end == std::string_view::npos ? std::string_view{} : log.substr(at, end - at);
+}
+
+std::vector<std::string> distinct_symbols(std::string_view log, const std::vector<std::string_view>& phrases) {
+  std::set<std::string> found;
+  for (const LogMention& mention : mentions(log, phrases)) found.insert(mention.symbol);
+  return {found.begin(), found.end()};
+}
+
+}  // namespace
+
+std::vector<LogMention> mentions(std::string_view log, const std::vector<std::string_view>& phrases) {
+  std::vector<std::pair<std::size_t, std::size_t>> starts;  // (position of the symbol, phrase)
+  for (std::string_view phrase : phrases) {
+    const std::string opener = std::string(phrase) + " '";
+    for (std::size_t at = log.find(opener); at != std::string_view::npos; at = log.find(opener, at + 1)) {
+      starts.emplace_back(at + opener.size(), 0);
+    }
+  }
+  std::sort(starts.begin(), starts.end());
+  std::vector<LogMention> out;
+  for (const auto& [at, unused] : starts) {
+    const std::string_view symbol = quoted(log, at);
+    if (symbol.empty()) continue;
+    LogMention mention{std::string(symbol), {}};
+    constexpr std::string_view in = "' in '";
+    const std::size_t after = at + symbol.size();
+    if (log.compare(after, in.size(), in) == 0) mention.input = std::string(quoted(log, after + in.size()));
+    out.push_back(std::move(mention));
+  }
+  return out;
+}
+
+std::vector<std::string> unresolved_symbols(std::string_view log) {
+  return distinct_symbols(log, {"Undefined reference to", "Unresolved extern function",
+                                "Unresolved extern variable"});
+}
+
+std::vector<std::string> duplicate_symbols(std::string_view log) {
+  return distinct_symbols(log, {"Multiple definition of", "Linking globals named"});
+}
+
+}  // namespace cujit::detail
