@@ -259,15 +259,23 @@ TEST_F(BuildCacheTest, EnvironmentConfiguration) {
   ::setenv("CUJIT_CACHE", "memory", 1);
   ::setenv("CUJIT_CACHE_DIR", dir().c_str(), 1);
   ::setenv("CUJIT_CACHE_MAX_BYTES", "12345", 1);
-  ::setenv("CUJIT_CACHE_MEMORY_BYTES", "lots", 1);
+  ::setenv("CUJIT_CACHE_MEMORY_BYTES", "678", 1);
   CacheConfig config = CacheConfig::from_environment();
   EXPECT_EQ(config.mode, CacheMode::memory);
   EXPECT_EQ(config.directory, dir());
   EXPECT_EQ(config.max_disk_bytes, 12345u);
-  ASSERT_EQ(config.warnings.size(), 1u);
-  EXPECT_NE(config.warnings[0].find("CUJIT_CACHE_MEMORY_BYTES='lots'"), std::string::npos);
+  EXPECT_EQ(config.max_memory_bytes, 678u);
+  EXPECT_TRUE(config.warnings.empty());
+  // Values outside the documented sets are usage errors naming the variable, never a
+  // silent default.
+  ::setenv("CUJIT_CACHE_MEMORY_BYTES", "lots", 1);
+  CUJIT_EXPECT_ERROR((void)CacheConfig::from_environment(), ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("CUJIT_CACHE_MEMORY_BYTES='lots'"),
+                               std::string::npos););
+  ::setenv("CUJIT_CACHE_MEMORY_BYTES", "678", 1);
   ::setenv("CUJIT_CACHE", "sometimes", 1);
-  EXPECT_EQ(CacheConfig::from_environment().mode, CacheMode::disk);
+  CUJIT_EXPECT_ERROR((void)CacheConfig::from_environment(), ErrorKind::usage, error,
+                     EXPECT_NE(std::string(error.what()).find("CUJIT_CACHE='sometimes'"), std::string::npos););
   ::unsetenv("CUJIT_CACHE");
   ::unsetenv("CUJIT_CACHE_DIR");
   ::unsetenv("CUJIT_CACHE_MAX_BYTES");

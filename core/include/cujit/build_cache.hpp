@@ -39,8 +39,8 @@ struct CacheConfig {
   std::function<int(std::string_view operation)> fault;
 
   // From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,
-  // else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES. Unparseable values
-  // keep the default and are reported by warnings().
+  // else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES (decimal byte
+  // counts). Any other value is Error(usage) naming the variable (cujit/environment.hpp).
   static CacheConfig from_environment();
   std::vector<std::string> warnings;
 };

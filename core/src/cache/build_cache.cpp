@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "cujit/environment.hpp"
 #include "cujit/error.hpp"
 #include "cache/disk_cache.hpp"
 
@@ -15,15 +16,6 @@ namespace cujit {
 namespace {
 
 constexpr std::size_t max_warnings = 64;
-
-std::optional<std::uint64_t> parse_bytes(const char* text) {
-  if (text == nullptr) return std::nullopt;
-  std::uint64_t value = 0;
-  const char* end = text + std::strlen(text);
-  const auto parsed = std::from_chars(text, end, value);
-  if (parsed.ec != std::errc{} || parsed.ptr != end) return std::nullopt;
-  return value;
-}
 
 }  // namespace
 
@@ -48,18 +40,8 @@ std::string_view to_string(CacheSource source) noexcept {
 
 CacheConfig CacheConfig::from_environment() {
   CacheConfig config;
-  if (const char* mode = std::getenv("CUJIT_CACHE")) {
-    const std::string text(mode);
-    if (text == "off") {
-      config.mode = CacheMode::off;
-    } else if (text == "memory") {
-      config.mode = CacheMode::memory;
-    } else if (text == "disk" || text.empty()) {
-      config.mode = CacheMode::disk;
-    } else {
-      config.warnings.push_back("CUJIT_CACHE='" + text + "' is not off, memory or disk; using disk");
-    }
-  }
+  const std::string mode = environment::choice("CUJIT_CACHE", {"off", "memory", "disk"}, "disk");
+  config.mode = mode == "off" ? CacheMode::off : mode == "memory" ? CacheMode::memory : CacheMode::disk;
   if (const char* dir = std::getenv("CUJIT_CACHE_DIR"); dir != nullptr && *dir != '\0') {
     config.directory = dir;
   } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
@@ -70,17 +52,8 @@ CacheConfig CacheConfig::from_environment() {
     config.mode = config.mode == CacheMode::disk ? CacheMode::memory : config.mode;
     config.warnings.push_back("no CUJIT_CACHE_DIR, XDG_CACHE_HOME or HOME: disk tier off");
   }
-  for (const auto& [name, target] :
-       {std::pair{"CUJIT_CACHE_MAX_BYTES", &config.max_disk_bytes},
-        std::pair{"CUJIT_CACHE_MEMORY_BYTES", &config.max_memory_bytes}}) {
-    const char* value = std::getenv(name);
-    if (value == nullptr) continue;
-    if (const auto bytes = parse_bytes(value)) {
-      *target = *bytes;
-    } else {
-      config.warnings.push_back(std::string(name) + "='" + value + "' is not a byte count; ignored");
-    }
-  }
+  config.max_disk_bytes = environment::count("CUJIT_CACHE_MAX_BYTES", config.max_disk_bytes);
+  config.max_memory_bytes = environment::count("CUJIT_CACHE_MEMORY_BYTES", config.max_memory_bytes);
   return config;
 }
 

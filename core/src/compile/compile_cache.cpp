@@ -195,11 +195,18 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
     const auto stored = cache.find(manifest_at, nullptr, BuildCache::Count::nothing);
     if (!stored) return std::nullopt;
     const auto manifest = detail::HeaderManifest::decode(*stored);
-    if (!manifest) return std::nullopt;
+    if (!manifest) {
+      cache.drop(manifest_at, "the header manifest of '" + program.name() + "' does not decode");
+      return std::nullopt;
+    }
     const auto fields = manifest->current_key_fields();
     if (!fields) return std::nullopt;
-    const auto payload = cache.find(result_key(compile, *fields), &from);
-    return payload ? decode(*payload, program, options, from) : std::nullopt;
+    const CacheKey result_at = result_key(compile, *fields);
+    const auto payload = cache.find(result_at, &from);
+    if (!payload) return std::nullopt;
+    auto hit = decode(*payload, program, options, from);
+    if (!hit) cache.drop(result_at, "the compiled result of '" + program.name() + "' does not decode");
+    return hit;
   };
   CacheSource from = CacheSource::built;
   if (auto hit = lookup(from)) return std::move(*hit);

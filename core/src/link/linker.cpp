@@ -337,7 +337,9 @@ CachedLink Linker::link_cached() const {
   std::string payload = cache_->get_or_build(key, [&] { return encode_link(link()); }, &source);
   auto result = decode_link(payload, backend_);
   if (!result) {
-    // A payload that does not decode cannot come from an intact entry: link afresh.
+    // An entry whose checksum holds but whose record does not decode: dropped, counted,
+    // and linked afresh (it would fail every later build otherwise).
+    cache_->drop(key, "the cached link does not decode");
     return CachedLink{link(), CacheSource::built, key.digest()};
   }
   return CachedLink{std::move(*result), source, key.digest()};
