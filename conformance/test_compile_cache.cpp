@@ -323,6 +323,33 @@ TEST(HeaderManifest, APreIncludedHeaderIsCoveredByContent) {
   EXPECT_EQ(changed.result.code.bytes(), program.compile(options).code.bytes());
 }
 
+TEST(HeaderManifest, AnAbsoluteIncludeWithoutIncludePathsIsCoveredToo) {
+  test::TempDir dir;
+  const fs::path header = dir.write("abs.h", "#define V 31\n");
+  let_headers_settle();
+  const Program program("#include \"" + header.string() + "\"\nextern \"C\" __global__ void k(int* p) { *p = V; }\n",
+                        "k.cu");
+  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
+  EXPECT_FALSE(compile_cached(program, sm90_ptx(), cache).key.empty());
+  dir.write("abs.h", "#define V 32\n");
+  const CachedCompile changed = compile_cached(program, sm90_ptx(), cache);
+  EXPECT_EQ(changed.source, CacheSource::built);
+  EXPECT_EQ(changed.result.code.bytes(), program.compile(sm90_ptx()).code.bytes());
+}
+
+TEST(HeaderManifest, ACompileThatCannotReadFilesIsStoredAtOnce) {
+  // Only in-memory headers and no include path: nothing on disk can change the output,
+  // so no header needs to settle and no trace is taken.
+  test::TempDir dir;
+  CompileOptions options = sm90_ptx();
+  options.headers = {{"val.h", "#define VAL 5\n"}};
+  const Program program("#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n", "k.cu");
+  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
+  EXPECT_FALSE(compile_cached(program, options, cache).key.empty());
+  EXPECT_EQ(cache.stats().not_stored, 0u);
+  EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::memory);
+}
+
 TEST(HeaderManifest, TouchingAHeaderWithoutChangingItKeepsTheHit) {
   test::TempDir dir;
   dir.write("val.h", "#define VAL 7\n");
