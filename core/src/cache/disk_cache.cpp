@@ -1,4 +1,5 @@
 #include "cache/disk_cache.hpp"
+#include "support/file_io.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -79,15 +80,6 @@ constexpr int open_directory = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 // O_NONBLOCK: a FIFO never blocks the open; O_NOFOLLOW: a symbolic link is refused.
 constexpr int open_file = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
 
-std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "not a regular file";
-}
 
 bool is_hex(std::string_view text) {
   return std::all_of(text.begin(), text.end(),
@@ -326,7 +318,7 @@ std::string take_write_lock(const fs::path& directory, Fd& held, bool& unsupport
   if (!fd) return "cannot open the write lock " + quoted(path) + ": " + errno_text();
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) return "cannot examine the write lock " + quoted(path) + ": " + errno_text();
-  if (!S_ISREG(info.st_mode)) return "the write lock " + quoted(path) + " is " + kind_of(info.st_mode);
+  if (!S_ISREG(info.st_mode)) return "the write lock " + quoted(path) + " is " + kind_of_file(info.st_mode);
   const auto deadline = std::chrono::steady_clock::now() + write_lock_wait;
   auto pause = std::chrono::milliseconds(1);
   while (true) {
@@ -403,7 +395,7 @@ std::string unsafe_parent(const fs::path& directory, uid_t uid) {
   for (fs::path at = directory.parent_path();; at = at.parent_path()) {
     struct stat info {};
     if (::lstat(at.c_str(), &info) != 0) return "cannot examine its parent " + quoted(at) + ": " + errno_text();
-    if (!S_ISDIR(info.st_mode)) return "its parent " + quoted(at) + " is " + kind_of(info.st_mode);
+    if (!S_ISDIR(info.st_mode)) return "its parent " + quoted(at) + " is " + kind_of_file(info.st_mode);
     if (info.st_uid != 0 && info.st_uid != uid) {
       return "its parent " + quoted(at) + " is owned by user " + std::to_string(info.st_uid) +
              ", neither root nor this user (" + std::to_string(uid) + "), who could replace the cache directory";
@@ -479,7 +471,7 @@ ReadOutcome DiskCache::read(const std::string& key, std::string& payload, std::s
     return ReadOutcome::unreadable;
   }
   if (!S_ISREG(info.st_mode)) {
-    problem = quoted(path) + " is " + kind_of(info.st_mode) + ", not an entry cujit wrote: left alone";
+    problem = quoted(path) + " is " + kind_of_file(info.st_mode) + ", not an entry cujit wrote: left alone";
     return ReadOutcome::foreign;
   }
   const auto corrupt = [&](const std::string& why) {

@@ -26,16 +26,18 @@ class Descriptor {
   int fd_;
 };
 
-std::string kind_of(mode_t mode) {
+
+}  // namespace
+
+std::string kind_of_file(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
   return "not a regular file";
 }
-
-}  // namespace
 
 std::string read_file(const std::filesystem::path& path, const std::string& component,
                       std::uint64_t limit) {
@@ -51,7 +53,7 @@ std::string read_file(const std::filesystem::path& path, const std::string& comp
   }
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) throw fail(" cannot be examined: " + std::string(std::strerror(errno)));
-  if (!S_ISREG(info.st_mode)) throw fail(" is " + kind_of(info.st_mode) + ", not a regular file");
+  if (!S_ISREG(info.st_mode)) throw fail(" is " + kind_of_file(info.st_mode) + ", not a regular file");
   const auto size = static_cast<std::uint64_t>(info.st_size);
   if (size > limit) {
     throw fail(" is " + std::to_string(size) + " bytes, more than the " + std::to_string(limit) +

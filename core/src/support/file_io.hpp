@@ -3,7 +3,13 @@
 #include <filesystem>
 #include <string>
 
+#include <sys/types.h>
+
 namespace cujit::detail {
+
+// "a directory", "a FIFO", "a character device"... for messages about a file that is not
+// a regular one (st_mode from stat / fstat / lstat).
+std::string kind_of_file(mode_t mode);
 
 // Files cujit reads are at most this large unless a caller says otherwise.
 inline constexpr std::uint64_t default_read_limit = std::uint64_t{1} << 30;
