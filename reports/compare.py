@@ -1,64 +1,194 @@
 #!/usr/bin/env python3
 """Regression gate: baseline vs current benchmark JSON.
 
-Per benchmark in both: the change of the median, the noise (cv) on both sides, a
-Mann-Whitney U test over the repetitions, and a verdict: slower / faster when the change
-passes the threshold and the test is significant, else same. Prints a markdown table;
-exits 1 when anything is slower, 0 otherwise, 2 on input it cannot use (a file that is
-not benchmark JSON, a missing or mistyped field, a NaN, infinite or negative time, no
-benchmark in both files) and on any failure of its own, which is never a verdict.
+Refuses (exit 2) runs that cannot be compared: a run-record field that differs or is not
+recorded (device, driver release, NVRTC / nvJitLink version and library, quick / full
+mode, vendor-cache state, CUDA_MODULE_LOADING, host CPU, build type). Then, per benchmark:
+the ratio of the medians (current / baseline) and an exact 95% interval for the factor
+between the runs (Hodges-Lehmann over log times, cujit_reports/stats.py), and a verdict:
+
+  slower            the whole interval is above 1 + threshold            fails
+  faster            the whole interval is below 1 - threshold
+  same              the interval lies within [1 - threshold, 1 + threshold]
+  unclear           the interval reaches past a threshold but not wholly  (passes)
+  not enough data   fewer than MIN_REPETITIONS repetitions on a side     fails
+  missing           in one run only                                     fails
+  error             errored or skipped on a side, or a time of 0        fails
+
+Prints a markdown table and the failures by name. Exit 0 when nothing fails, 1 when
+something does, 2 on input it cannot use (a file that is not benchmark JSON, a missing or
+mistyped field, a NaN, infinite or negative time, no benchmark in both files, runs that
+cannot be compared) and on any failure of its own, which is never a verdict.
 """
 import argparse
 import math
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cujit_reports import bench_json  # noqa: E402
-from cujit_reports.stats import mann_whitney_u  # noqa: E402
+from cujit_reports.stats import median, ratio_interval  # noqa: E402
 
-ALPHA = 0.05
+# With 9 repetitions a side, the exact 95% interval is the 18th smallest to the 18th largest
+# of the 81 pairwise ratios: one or two odd repetitions cannot decide a verdict. Below 4 a
+# side no 95% interval exists at all (3 and 3: the most extreme ordering has p = 0.1).
+MIN_REPETITIONS = 9
+CONFIDENCE = 0.95
+
+# What must be equal in both runs' context for their times to mean the same thing.
+COMPARABLE = [
+    ("device", "device"),
+    ("driver release", "driver_release"),
+    ("NVRTC version", "nvrtc_version"),
+    ("NVRTC library", "nvrtc_library"),
+    ("nvJitLink version", "nvjitlink_version"),
+    ("nvJitLink library", "nvjitlink_library"),
+    ("mode (quick / full)", "cujit_mode"),
+    ("vendor cache (cold / vendor-cache-warm)", "vendor_cache"),
+    ("CUDA_MODULE_LOADING", "cuda_module_loading"),
+    ("host CPU", "host_cpu_model"),
+    ("build type", "cujit_build_type"),
+]
+COMPARABLE_KEYS = [key for _, key in COMPARABLE]
+
+FAILING = ("slower", "not enough data", "missing", "error")
+
+
+@dataclass
+class Row:
+    name: str
+    verdict: str
+    detail: str = ""
+    baseline: float = None  # medians, seconds
+    current: float = None
+    ratio: float = None  # current / baseline medians
+    low: float = None  # the interval of the factor current / baseline
+    high: float = None
+    noise: float = None
+    repetitions: tuple = (0, 0)
+
+
+def differences(baseline, current, allowed=()):
+    """Lines naming each run-record field that differs between the two runs or that a run
+    does not record; empty when they can be compared."""
+    lines = []
+    for what, key in COMPARABLE:
+        if key in allowed:
+            continue
+        b, c = baseline.context.get(key), current.context.get(key)
+        unrecorded = [run.path for run, value in ((baseline, b), (current, c)) if value is None]
+        if unrecorded:
+            lines.append(f"{what} (context.{key}) is not recorded in {' and '.join(unrecorded)}")
+        elif b != c:
+            lines.append(f"{what} (context.{key}) differs: baseline {b!r}, current {c!r}")
+    return lines
+
+
+def _problem(record):
+    if record.error is not None:
+        return f"errored: {record.error}"
+    if record.skipped is not None:
+        return f"skipped: {record.skipped}"
+    if any(t <= 0 for t in record.samples):
+        return "a repetition took 0 s: no ratio can be formed"
+    return None
+
+
+def judge(name, b, c, threshold):
+    """The Row of one benchmark; b or c is None when that run lacks it."""
+    if b is None or c is None:
+        return Row(name, "missing", f"not in the {'baseline' if b is None else 'current run'}")
+    problems = [f"{side} {p}" for side, p in (("baseline", _problem(b)), ("current", _problem(c))) if p]
+    if problems:
+        return Row(name, "error", "; ".join(problems))
+    row = Row(name, "", repetitions=(len(b.samples), len(c.samples)),
+              noise=max(b.cv or 0.0, c.cv or 0.0))
+    if b.samples and c.samples:
+        row.baseline, row.current = median(b.samples), median(c.samples)
+        row.ratio = row.current / row.baseline
+    if min(row.repetitions) < MIN_REPETITIONS:
+        row.verdict = "not enough data"
+        row.detail = f"{row.repetitions[0]} / {row.repetitions[1]} repetitions; the gate needs {MIN_REPETITIONS} a side"
+        return row
+    shift = ratio_interval(b.samples, c.samples, CONFIDENCE)
+    row.low, row.high = shift.low, shift.high
+    if row.low > 1 + threshold:
+        row.verdict = "slower"
+    elif row.high < 1 - threshold:
+        row.verdict = "faster"
+    elif row.low >= 1 - threshold and row.high <= 1 + threshold:
+        row.verdict = "same"
+    else:
+        row.verdict = "unclear"
+    return row
 
 
 def compare(baseline, current, threshold):
-    rows = []
-    for name in sorted(set(baseline) & set(current)):
-        b, c = baseline[name], current[name]
-        if b.error or c.error or not b.median or not c.median:
-            continue
-        change = (c.median - b.median) / b.median
-        _, p = mann_whitney_u(b.samples, c.samples)
-        if change > threshold and p < ALPHA:
-            verdict = "slower"
-        elif change < -threshold and p < ALPHA:
-            verdict = "faster"
-        else:
-            verdict = "same"
-        rows.append({"name": name, "baseline": b.median, "current": c.median, "change": change,
-                     "noise": max(b.cv or 0.0, c.cv or 0.0), "p": p, "verdict": verdict,
-                     "repetitions": (len(b.samples), len(c.samples))})
-    return rows
+    """Rows for every benchmark in either run (dicts of bench_json.Benchmark), by name."""
+    return [judge(name, baseline.get(name), current.get(name), threshold)
+            for name in sorted(set(baseline) | set(current))]
 
 
 def _time(seconds):
+    if seconds is None:
+        return "-"
     for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
 
 
-def markdown(rows, threshold):
-    slower = sum(r["verdict"] == "slower" for r in rows)
-    faster = sum(r["verdict"] == "faster" for r in rows)
-    lines = [f"**{slower} slower, {faster} faster, {len(rows) - slower - faster} same** "
-             f"(threshold {threshold:.0%}, Mann-Whitney U, alpha {ALPHA})", "",
-             "| benchmark | baseline | current | change | noise | p | verdict |",
-             "|---|---|---|---|---|---|---|"]
+def _interval(row):
+    return f"[{row.low:.3f}, {row.high:.3f}]" if row.low is not None else "-"
+
+
+def _runs_line(baseline, current, allowed):
+    shared = ", ".join(f"{key} {baseline.context.get(key)!r}" for key in
+                       ("device", "driver_release", "cujit_mode", "vendor_cache", "host_cpu_model")
+                       if key not in allowed)
+
+    def run(side, r):
+        c = r.context
+        return (f"{side}: commit {c.get('cujit_git_commit', '?')} ({c.get('cujit_git_tree', '?')} tree), "
+                f"host load {c.get('host_load_avg', '?')}")
+
+    lines = [f"Runs: {shared}.", f"{run('Baseline', baseline)}; {run('current', current)}."]
+    for key in allowed:
+        lines.append(f"**Compared across different {key}**: baseline {baseline.context.get(key)!r}, "
+                     f"current {current.context.get(key)!r}.")
+    return lines
+
+
+def markdown(rows, threshold, baseline=None, current=None, allowed=()):
+    count = {verdict: sum(r.verdict == verdict for r in rows)
+             for verdict in FAILING + ("same", "unclear", "faster")}
+    failed = sum(count[v] for v in FAILING)
+    head = (f"**{'FAIL' if failed else 'PASS'}: {count['slower']} slower, {count['missing']} missing, "
+            f"{count['error']} errored, {count['not enough data']} not enough data; "
+            f"{count['same']} same, {count['unclear']} unclear, {count['faster']} faster**")
+    rule = (f"Slower when the whole {CONFIDENCE:.0%} interval of current / baseline is above "
+            f"{1 + threshold:.3g} (threshold {threshold:.0%}); the interval is Hodges-Lehmann's exact one "
+            f"over log times; at least {MIN_REPETITIONS} repetitions a side.")
+    lines = [head, "", rule, ""]
+    if baseline is not None:
+        lines += _runs_line(baseline, current, allowed) + [""]
+    lines += ["| benchmark | baseline | current | ratio | 95% interval | noise | n | verdict |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| `{r['name']}` | {_time(r['baseline'])} | {_time(r['current'])} | "
-                     f"{r['change']:+.1%} | {r['noise']:.1%} | {r['p']:.3f} | {r['verdict']} |")
+        ratio = f"{r.ratio:.3f}" if r.ratio is not None else "-"
+        noise = f"{r.noise:.1%}" if r.noise is not None else "-"
+        n = f"{r.repetitions[0]}/{r.repetitions[1]}" if r.verdict not in ("missing", "error") else "-"
+        lines.append(f"| `{r.name}` | {_time(r.baseline)} | {_time(r.current)} | {ratio} | {_interval(r)} | "
+                     f"{noise} | {n} | {r.verdict} |")
+    failures = [r for r in rows if r.verdict in FAILING]
+    if failures:
+        lines += ["", "Failures:"]
+        for r in failures:
+            why = r.detail or f"ratio {r.ratio:.3f}, interval {_interval(r)}"
+            lines.append(f"- `{r.name}`: {r.verdict} ({why})")
     return "\n".join(lines) + "\n"
 
 
@@ -67,23 +197,33 @@ def main(argv=None):
     parser.add_argument("baseline")
     parser.add_argument("current")
     parser.add_argument("--threshold", type=float, default=0.05,
-                        help="relative slowdown of the median that fails (default 0.05)")
+                        help="relative slowdown that fails when the whole interval is past it (default 0.05)")
     parser.add_argument("--markdown", help="also write the table here")
+    parser.add_argument("--allow-different", action="append", default=[], metavar="FIELD",
+                        choices=COMPARABLE_KEYS,
+                        help="compare although this run-record field differs (an A/B of that field, not a "
+                             "regression check); said in the table; repeatable")
     args = parser.parse_args(argv)
     if not math.isfinite(args.threshold) or args.threshold < 0:
         # NaN would make every comparison false: a gate that always passes.
         parser.error(f"--threshold must be a finite number >= 0, not {args.threshold}")
     try:
-        baseline = bench_json.load(args.baseline).benchmarks
-        current = bench_json.load(args.current).benchmarks
+        baseline = bench_json.load(args.baseline)
+        current = bench_json.load(args.current)
     except bench_json.SchemaError as error:
         print(f"compare: {error}", file=sys.stderr)
         return 2
-    rows = compare(baseline, current, args.threshold)
-    if not rows:
-        print(f"compare: no benchmark with a time is in both {args.baseline} and {args.current}", file=sys.stderr)
+    different = differences(baseline, current, args.allow_different)
+    if different:
+        print(f"compare: {args.baseline} and {args.current} cannot be compared:", file=sys.stderr)
+        for line in different:
+            print(f"  {line}", file=sys.stderr)
         return 2
-    text = markdown(rows, args.threshold)
+    if not set(baseline.benchmarks) & set(current.benchmarks):
+        print(f"compare: no benchmark is in both {args.baseline} and {args.current}", file=sys.stderr)
+        return 2
+    rows = compare(baseline.benchmarks, current.benchmarks, args.threshold)
+    text = markdown(rows, args.threshold, baseline, current, args.allow_different)
     print(text)
     if args.markdown:
         try:
@@ -92,11 +232,11 @@ def main(argv=None):
         except OSError as error:
             print(f"compare: cannot write {args.markdown}: {error}", file=sys.stderr)
             return 2
-    return 1 if any(r["verdict"] == "slower" for r in rows) else 0
+    return 1 if any(r.verdict in FAILING for r in rows) else 0
 
 
 def run(argv=None):
-    """main(), with any failure of its own exit 2: exit 1 means "slower" and nothing else."""
+    """main(), with any failure of its own exit 2: exit 1 means "failed the gate" and nothing else."""
     try:
         return main(argv)
     except Exception:  # noqa: BLE001 - the gate's verdict must not be a crash's exit status

@@ -26,6 +26,7 @@ def entry(runs):
     context = runs[0].context
     return {"commit": context.get("cujit_git_commit"), "date": context.get("date"),
             "device": context.get("device"), "driver": context.get("driver_version"),
+            "driver_release": context.get("driver_release"), "mode": context.get("cujit_mode"),
             "nvrtc": context.get("nvrtc_version"), "nvjitlink": context.get("nvjitlink_version"),
             "medians": {name: b.median for name, b in bench_json.merge(runs).items() if b.median}}
 

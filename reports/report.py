@@ -197,18 +197,23 @@ def plot_peers(data, out_dir, plt):
     return _save(fig, ax, "cujit next to numba-cuda and cuda.core", out_dir, "peers.png", plt)
 
 
+def _run_line(run):
+    c = run.context
+    return (f"{os.path.basename(run.path)}: {run.label}; device {c.get('device', '?')}, "
+            f"driver {c.get('driver_release', '?')} (CUDA {c.get('driver_version', '?')}), "
+            f"NVRTC {c.get('nvrtc_version', '?')}, nvJitLink {c.get('nvjitlink_version', '?')}, "
+            f"{c.get('cujit_mode', '?')} mode, {c.get('vendor_cache', '?')}, "
+            f"CPU {c.get('host_cpu_model', '?')} (load {c.get('host_load_avg', '?')}), "
+            f"commit {c.get('cujit_git_commit', '?')} ({c.get('cujit_git_tree', '?')} tree), {c.get('date', '')}")
+
+
 def write_html(runs, data, plots, out_dir):
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>cujit report</title>",
              "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
              "td.n{text-align:right}</style></head><body><h1>cujit benchmark report</h1><h2>Runs</h2><ul>"]
     for run in runs:
-        c = run.context
-        parts.append("<li>" + html.escape(f"{os.path.basename(run.path)}: {run.label}; "
-                                          f"device {c.get('device', '?')}, driver {c.get('driver_version', '?')}, "
-                                          f"NVRTC {c.get('nvrtc_version', '?')}, nvJitLink "
-                                          f"{c.get('nvjitlink_version', '?')}, commit {c.get('cujit_git_commit', '?')}, "
-                                          f"{c.get('date', '')}") + "</li>")
+        parts.append("<li>" + html.escape(_run_line(run)) + "</li>")
     parts.append("</ul><h2>Plots</h2>")
     for title, path in plots:
         if path:
@@ -221,7 +226,7 @@ def write_html(runs, data, plots, out_dir):
         parts.append(f"<tr><td>{html.escape(name)}</td><td class='n'>{value}</td><td class='n'>{cv}</td>"
                      f"<td class='n'>{floor}</td><td class='n'>{ratio}</td><td class='n'>{vs_cold}</td></tr>")
     parts.append("</table>")
-    errors = [(n, b.error) for n, b in sorted(data.items()) if b.error]
+    errors = [(n, b.error or b.skipped) for n, b in sorted(data.items()) if b.error or b.skipped]
     if errors:
         parts.append("<h2>Skipped or failed</h2><ul>")
         parts += [f"<li>{html.escape(n)}: {html.escape(e)}</li>" for n, e in errors]

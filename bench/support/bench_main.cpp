@@ -1,11 +1,14 @@
 #include "support/bench_main.hpp"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+#include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -13,9 +16,7 @@
 #include <vector>
 
 #include "cujit/device.hpp"
-#include "cujit/linker.hpp"
-#include "cujit/program.hpp"
-#include "cujit/toolkit.hpp"
+#include "support/run_record.hpp"
 
 extern char** environ;  // the child gets this process's environment
 
@@ -23,34 +24,17 @@ namespace cujit::bench {
 namespace {
 
 bool quick_flag = false;
+int repetitions_override = 0;  // --cujit-repetitions / CUJIT_BENCH_REPETITIONS; 0: none
 std::string self_path;
-
-void add_context() {
-  benchmark::AddCustomContext("cujit_schema", std::to_string(schema_version));
-  benchmark::AddCustomContext("cujit_version", CUJIT_BENCH_VERSION);
-  benchmark::AddCustomContext("cujit_git_commit", CUJIT_GIT_COMMIT);
-  benchmark::AddCustomContext("cujit_mode", quick_flag ? "quick" : "full");
-  benchmark::AddCustomContext("nvrtc_version", nvrtc_version());
-  benchmark::AddCustomContext("nvjitlink_version", nvjitlink_version());
-  try {
-    benchmark::AddCustomContext("cccl_version", toolkit::cccl_version());
-  } catch (const std::exception&) {
-    benchmark::AddCustomContext("cccl_version", "unknown");
-  }
-  if (has_device()) {
-    benchmark::AddCustomContext("device", device_name(0));
-    benchmark::AddCustomContext("driver_version", driver_version());
-  } else {
-    benchmark::AddCustomContext("device", "none (" + no_device_reason() + ")");
-    benchmark::AddCustomContext("driver_version", "none");
-  }
-}
 
 }  // namespace
 
 bool quick() { return quick_flag; }
 
-int repetitions(int full) { return quick_flag ? 3 : full; }
+int repetitions(int full) {
+  if (repetitions_override > 0) return repetitions_override;
+  return quick_flag ? 3 : full;
+}
 
 namespace {
 
@@ -91,6 +75,19 @@ std::string read_all(int fd) {
   return out;
 }
 
+// A repetition count from the command line or the environment: a whole number in
+// [1, 1000]; anything else is reported and refused (exit 2), never read as "default".
+bool parse_repetitions(const std::string& text, const char* what) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 1 || value > 1000) {
+    std::fprintf(stderr, "%s=%s: must be a whole number from 1 to 1000\n", what, text.c_str());
+    return false;
+  }
+  repetitions_override = value;
+  return true;
+}
+
 int wait_for(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
@@ -101,13 +98,11 @@ int wait_for(pid_t pid) {
 
 }  // namespace
 
-std::string run_self(const std::vector<std::string>& arguments) {
-  std::vector<std::string> words{self_path, "--cujit-child"};
-  words.insert(words.end(), arguments.begin(), arguments.end());
-  std::string described;
-  for (const std::string& word : words) described += (described.empty() ? "" : " ") + word;
+std::optional<std::string> capture_stdout(const std::vector<std::string>& words, SpawnHow how) {
+  if (words.empty()) return std::nullopt;
+  std::vector<std::string> copy = words;
   std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
+  for (std::string& word : copy) argv.push_back(word.data());
   argv.push_back(nullptr);
 
   Pipe pipe;
@@ -116,17 +111,35 @@ std::string run_self(const std::vector<std::string>& arguments) {
   posix_spawn_file_actions_adddup2(&actions, pipe.write_end(), STDOUT_FILENO);
   posix_spawn_file_actions_addclose(&actions, pipe.read_end());
   posix_spawn_file_actions_addclose(&actions, pipe.write_end());
+  if (how.quiet_stderr) posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, self_path.c_str(), &actions, nullptr, argv.data(), environ);
+  const int spawned = how.search_path
+                          ? ::posix_spawnp(&pid, copy[0].c_str(), &actions, nullptr, argv.data(), environ)
+                          : ::posix_spawn(&pid, copy[0].c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) throw std::runtime_error("cannot run " + described + ": " + std::strerror(spawned));
-  pipe.close_write();  // so that reading ends when the child exits
-  const std::string output = read_all(pipe.read_end());
-  const int status = wait_for(pid);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error(described + " failed (status " + std::to_string(status) + ")");
+  if (spawned != 0) {
+    if (how.spawn_error != nullptr) *how.spawn_error = std::strerror(spawned);
+    return std::nullopt;
   }
-  const std::string line = output.substr(0, output.find('\n'));
+  pipe.close_write();  // so that reading ends when the child exits
+  std::string output = read_all(pipe.read_end());
+  const int status = wait_for(pid);
+  if (how.status != nullptr) *how.status = status;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  return output;
+}
+
+std::string run_self(const std::vector<std::string>& arguments) {
+  std::vector<std::string> words{self_path, "--cujit-child"};
+  words.insert(words.end(), arguments.begin(), arguments.end());
+  std::string described;
+  for (const std::string& word : words) described += (described.empty() ? "" : " ") + word;
+  std::string spawn_error;
+  int status = 0;
+  const auto output = capture_stdout(words, {.spawn_error = &spawn_error, .status = &status});
+  if (!spawn_error.empty()) throw std::runtime_error("cannot run " + described + ": " + spawn_error);
+  if (!output) throw std::runtime_error(described + " failed (status " + std::to_string(status) + ")");
+  const std::string line = output->substr(0, output->find('\n'));
   if (line.empty()) throw std::runtime_error("no output from " + described);
   return line;
 }
@@ -156,6 +169,8 @@ int run_main(int argc, char** argv, const std::function<void()>& register_benchm
     const std::string arg = argv[i];
     if (arg == "--cujit-quick") {
       quick_flag = true;
+    } else if (arg.rfind("--cujit-repetitions=", 0) == 0) {
+      if (!parse_repetitions(arg.substr(arg.find('=') + 1), "--cujit-repetitions")) return 2;
     } else if (arg == "--cujit-child" && i + 1 < argc && child) {
       return child(ChildArguments(argv + i + 1, argv + argc));
     } else {
@@ -165,10 +180,13 @@ int run_main(int argc, char** argv, const std::function<void()>& register_benchm
   if (const char* env = std::getenv("CUJIT_BENCH_QUICK"); env != nullptr && std::string(env) == "1") {
     quick_flag = true;
   }
+  if (const char* env = std::getenv("CUJIT_BENCH_REPETITIONS"); env != nullptr && repetitions_override == 0) {
+    if (!parse_repetitions(env, "CUJIT_BENCH_REPETITIONS")) return 2;
+  }
   int count = static_cast<int>(rest.size());
   benchmark::Initialize(&count, rest.data());
   if (benchmark::ReportUnrecognizedArguments(count, rest.data())) return 2;
-  add_context();
+  add_run_record(quick_flag);
   register_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

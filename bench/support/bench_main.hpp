@@ -1,12 +1,13 @@
 #pragma once
-// What every cujit benchmark executable shares: the JSON context block (schema version,
-// device, driver, NVRTC, nvJitLink, cujit version, git commit), quick mode, child
-// processes for "first call in a new process" figures, and small timing helpers.
+// What every cujit benchmark executable shares: the JSON context block (the run record,
+// support/run_record.hpp), quick mode, repetition counts, child processes for "first call
+// in a new process" figures, and small timing helpers.
 
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,22 @@ inline constexpr int schema_version = 1;
 // families; what CI runs.
 bool quick();
 
-// Repetitions for a family: `full` normally, 3 in quick mode.
+// Repetitions for a family: `full` normally, 3 in quick mode; N for every family under
+// --cujit-repetitions=N or CUJIT_BENCH_REPETITIONS=N (the regression gate needs at least
+// 9 on both sides: docs/benchmarks.md).
 int repetitions(int full);
+
+// How capture_stdout starts a program.
+struct SpawnHow {
+  bool search_path = false;   // words[0] is a name looked up on PATH (posix_spawnp)
+  bool quiet_stderr = false;  // the child's stderr goes to /dev/null
+  std::string* spawn_error = nullptr;  // set when the program could not be started
+  int* status = nullptr;               // the child's wait status when it ran
+};
+
+// Runs words[0] with the argument vector `words` (no shell) and returns everything it
+// wrote to stdout when it exited with status 0; nullopt otherwise.
+std::optional<std::string> capture_stdout(const std::vector<std::string>& words, SpawnHow how = {});
 
 // Runs this executable again as `--cujit-child ARGUMENTS...` (spawned with an argument
 // vector, no shell) and returns the first line the child printed, for measurements that

@@ -29,7 +29,8 @@ class Benchmark:
     mean: float = None
     stddev: float = None
     cv: float = None
-    error: str = None
+    error: str = None  # SkipWithError's message: the benchmark failed
+    skipped: str = None  # SkipWithMessage's (Google Benchmark >= 1.8): it did not run
 
     def counter(self, key):
         values = sorted(self.counters.get(key, []))
@@ -68,8 +69,11 @@ _COUNTER_SKIP = {"name", "run_name", "run_type", "repetitions", "repetition_inde
 MAX_BYTES = 256 << 20
 
 # Context fields shown in reports and history: text when present.
-_CONTEXT_TEXT = ("cujit_version", "cujit_git_commit", "device", "driver_version", "nvrtc_version",
-                 "nvjitlink_version", "date", "peer", "peer_version", "cujit_schema")
+_CONTEXT_TEXT = ("cujit_version", "cujit_git_commit", "cujit_git_tree", "cujit_build_type", "cujit_mode",
+                 "device", "driver_version", "driver_release", "nvrtc_version", "nvrtc_library",
+                 "nvrtc_identity", "nvjitlink_version", "nvjitlink_library", "nvjitlink_identity",
+                 "cccl_version", "vendor_cache", "cuda_module_loading", "host_cpu_model", "host_load_avg",
+                 "date", "peer", "peer_version", "cujit_schema")
 
 
 def _kind_of(mode):
@@ -193,6 +197,11 @@ def _entry(check, where, entry, benchmarks):
     record = benchmarks.setdefault(name, Benchmark(name))
     if check.flag(f"{where}.error_occurred", entry.get("error_occurred", False)):
         record.error = check.text(f"{where}.error_message", entry.get("error_message", "error"))
+        return
+    if "error_message" in entry:
+        # Google Benchmark >= 1.8 writes a skip as error_occurred false with the message;
+        # its real_time is no measurement.
+        record.skipped = check.text(f"{where}.error_message", entry["error_message"]) or "skipped"
         return
     if "real_time" not in entry:
         check.fail(f"{where}.real_time", "is missing")

@@ -1,7 +1,11 @@
 """Reports, the regression gate and history, on small golden JSON files."""
+import ctypes.util
 import io
 import json
+import math
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -14,7 +18,7 @@ import compare  # noqa: E402
 import history  # noqa: E402
 import report  # noqa: E402
 from cujit_reports import bench_json  # noqa: E402
-from cujit_reports.stats import mann_whitney_u  # noqa: E402
+from cujit_reports import stats  # noqa: E402
 
 
 def golden(name):
@@ -48,39 +52,202 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(bench_json.load(golden("peer.json")).label, "cuda.core 1.2.0")
 
 
-class MannWhitneyTest(unittest.TestCase):
-    def test_separated_samples_are_significant(self):
-        u, p = mann_whitney_u([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
-        self.assertEqual(u, 0.0)
-        self.assertAlmostEqual(p, 0.0122, places=3)  # scipy's asymptotic two-sided value
+class StatsTest(unittest.TestCase):
+    def test_u_counts_are_the_exact_null_distribution(self):
+        self.assertEqual(stats.u_counts(3, 3), [1, 1, 2, 3, 3, 3, 3, 2, 1, 1])
+        for n, m in ((4, 5), (9, 9), (2, 7)):
+            counts = stats.u_counts(n, m)
+            self.assertEqual(sum(counts), math.comb(n + m, n))
+            self.assertEqual(counts, counts[::-1])  # U is symmetric about n*m/2
 
-    def test_identical_samples_are_not(self):
-        _, p = mann_whitney_u([1, 1, 1], [1, 1, 1])
-        self.assertEqual(p, 1.0)
-        _, p = mann_whitney_u([1, 3, 5, 7, 9], [2, 4, 6, 8, 10])
-        self.assertGreater(p, 0.5)
+    def test_interval_ranks_match_the_tables(self):
+        # Two-sided 5% critical values of U from the Mann-Whitney tables, plus one.
+        self.assertEqual(stats.interval_rank(9, 9, 0.95)[0], 18)
+        self.assertEqual(stats.interval_rank(5, 5, 0.95)[0], 3)
+        self.assertEqual(stats.interval_rank(20, 20, 0.95)[0], 128)
+        self.assertEqual(stats.interval_rank(3, 3, 0.95), (0, 0.0))  # at best 90%: no 95% interval
+        self.assertGreaterEqual(stats.interval_rank(9, 9, 0.95)[1], 0.95)
+
+    def test_the_normal_approximation_beyond_the_exact_limit_is_within_a_rank(self):
+        exact = stats.interval_rank(150, 150, 0.95)[0]
+        self.assertLessEqual(abs(stats._interval_rank_normal(150, 150, 0.95)[0] - exact), 1)
+
+    def test_a_factor_is_found_with_its_interval(self):
+        base = [20.0, 20.4, 19.8, 20.1, 20.2, 19.9, 20.3, 20.0, 20.1]
+        shift = stats.ratio_interval(base, [t * 1.5 for t in base])
+        self.assertAlmostEqual(shift.estimate, 1.5)
+        self.assertTrue(1.45 < shift.low < 1.5 < shift.high < 1.55, shift)
+        same = stats.ratio_interval(base, base)
+        self.assertTrue(same.low < 1.0 < same.high, same)
+
+    def test_no_interval_from_three_repetitions(self):
+        shift = stats.ratio_interval([1.0, 1.1, 1.2], [10.0, 11.0, 12.0])
+        self.assertIsNone(shift.low)
+        self.assertIsNone(shift.high)
 
 
-class CompareTest(unittest.TestCase):
-    def test_a_slowdown_fails_the_gate(self):
+def _doc(name):
+    with open(golden(name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _write(directory, name, doc):
+    path = os.path.join(directory, name)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f)
+    return path
+
+
+def gate(baseline, current, *extra):
+    return quiet(compare.run, [baseline, current, *extra])
+
+
+class GateTest(unittest.TestCase):
+    """The regression gate on golden runs of 9 repetitions (3 for the too-few case)."""
+
+    def test_a_faked_50_percent_slowdown_fails(self):
         with tempfile.TemporaryDirectory() as tmp:
             md = os.path.join(tmp, "gate.md")
-            code, out, _ = quiet(compare.main, [golden("base.json"), golden("slower.json"), "--markdown", md])
+            code, out, _ = gate(golden("gate_base.json"), golden("gate_slower.json"), "--markdown", md)
             self.assertEqual(code, 1)
-            self.assertIn("| `cujit/e2e_cubin/tiny` |", out)
-            self.assertIn("slower", out)
+            self.assertRegex(out, r"\| `cujit/e2e_cubin/tiny` \| 20.1 ms \| 30.1 ms \| 1.500 \| "
+                                  r"\[1.4\d\d, 1.5\d\d\] \|.*\| 9/9 \| slower \|")
+            self.assertIn("- `cujit/e2e_cubin/tiny`: slower", out)
             with open(md, encoding="utf-8") as f:
-                self.assertIn("1 slower", f.read())
+                self.assertIn("FAIL: 1 slower", f.read())
+
+    def test_a_threshold_the_interval_straddles_is_unclear_and_passes(self):
+        code, out, _ = gate(golden("gate_base.json"), golden("gate_slower.json"), "--threshold", "0.5")
+        self.assertEqual(code, 0, out)
+        self.assertIn("| 9/9 | unclear |", out)  # [1.49, 1.51] reaches past 1.5, not wholly
+
+    def test_three_repetitions_are_not_enough_data(self):
+        code, out, _ = gate(golden("gate_3reps_base.json"), golden("gate_3reps_slower.json"))
+        self.assertEqual(code, 1)
+        self.assertIn("| 3/3 | not enough data |", out)
+        self.assertNotIn("| same |", out)
+        self.assertIn("- `cujit/e2e_cubin/tiny`: not enough data (3 / 3 repetitions; the gate needs 9 a side)", out)
+
+    def test_five_repetitions_are_not_enough_data_either(self):
+        code, out, _ = gate(golden("base.json"), golden("same.json"))
+        self.assertEqual(code, 1)
+        self.assertIn("0 slower, 0 missing, 0 errored, 25 not enough data", out)
+
+    def test_identical_runs_pass(self):
+        code, out, _ = gate(golden("gate_base.json"), golden("gate_base.json"))
+        self.assertEqual(code, 0, out)
+        self.assertIn("PASS: 0 slower, 0 missing, 0 errored, 0 not enough data; 3 same", out)
 
     def test_noise_within_the_threshold_passes(self):
-        code, out, _ = quiet(compare.main, [golden("base.json"), golden("same.json")])
-        self.assertEqual(code, 0)
-        self.assertIn("0 slower", out)
+        code, out, _ = gate(golden("gate_base.json"), golden("gate_same.json"))
+        self.assertEqual(code, 0, out)
+        self.assertIn("; 3 same", out)
+
+    def test_missing_benchmarks_fail_by_name_on_either_side(self):
+        code, out, _ = gate(golden("gate_base.json"), golden("gate_missing.json"))
+        self.assertEqual(code, 1)
+        self.assertIn("- `raw/e2e_cubin/tiny`: missing (not in the current run)", out)
+        code, out, _ = gate(golden("gate_missing.json"), golden("gate_base.json"))
+        self.assertEqual(code, 1)
+        self.assertIn("- `raw/e2e_cubin/tiny`: missing (not in the baseline)", out)
+
+    def test_errored_and_skipped_benchmarks_fail_by_name(self):
+        code, out, _ = gate(golden("gate_base.json"), golden("gate_errored.json"))
+        self.assertEqual(code, 1)
+        self.assertIn("- `cujit/kernel_link/tiny/memory_hit`: error (current errored: LinkError: golden)", out)
+        self.assertIn("- `raw/e2e_cubin/tiny`: error (current skipped: no CUDA device: golden)", out)
+        self.assertIn("0 slower, 0 missing, 2 errored", out)
+        code, out, _ = gate(golden("gate_errored.json"), golden("gate_base.json"))
+        self.assertEqual(code, 1)
+        self.assertIn("- `cujit/kernel_link/tiny/memory_hit`: error (baseline errored: LinkError: golden)", out)
+
+    def test_a_zero_time_fails_by_name(self):
+        doc = _doc("gate_same.json")
+        for entry in doc["benchmarks"]:
+            if entry["name"] == "raw/e2e_cubin/tiny/repeats:9" and entry["repetition_index"] == 4:
+                entry["real_time"] = 0
+        with tempfile.TemporaryDirectory() as tmp:
+            code, out, _ = gate(golden("gate_base.json"), _write(tmp, "zero.json", doc))
+        self.assertEqual(code, 1)
+        self.assertIn("- `raw/e2e_cubin/tiny`: error (current a repetition took 0 s", out)
+
+    def test_a_noisy_run_is_unclear_not_same(self):
+        base = bench_json.Benchmark("x", samples=[1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97, 1.0])
+        noisy = bench_json.Benchmark("x", samples=[0.95, 1.2, 1.0, 1.1, 0.9, 1.15, 1.05, 0.98, 1.12])
+        row = compare.judge("x", base, noisy, 0.05)
+        self.assertEqual(row.verdict, "unclear")
+        self.assertTrue(row.low < 1.05 < row.high, row)
+
+    def test_faster(self):
+        base = bench_json.Benchmark("x", samples=[1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97, 1.0])
+        fast = bench_json.Benchmark("x", samples=[t * 0.5 for t in base.samples])
+        self.assertEqual(compare.judge("x", base, fast, 0.05).verdict, "faster")
 
     def test_bad_input_is_exit_2(self):
-        code, _, err = quiet(compare.main, [golden("base.json"), golden("wrong_schema.json")])
+        code, _, err = gate(golden("base.json"), golden("wrong_schema.json"))
         self.assertEqual(code, 2)
         self.assertIn("cujit_schema", err)
+
+
+# One case per run-record field the gate compares: (field, the value the current run gets).
+REFUSALS = [("device", "NVIDIA H200"), ("driver_release", "575.57.08"), ("nvrtc_version", "12.9"),
+            ("nvrtc_library", "/usr/local/cuda-12.9/lib64/libnvrtc.so.12"), ("nvjitlink_version", "12.9"),
+            ("nvjitlink_library", "/usr/local/cuda-12.9/lib64/libnvJitLink.so.12"), ("cujit_mode", "quick"),
+            ("vendor_cache", "vendor-cache-warm"), ("cuda_module_loading", "EAGER"),
+            ("host_cpu_model", "Other CPU"), ("cujit_build_type", "Debug")]
+
+
+class RefusalTest(unittest.TestCase):
+    """Runs that differ in what their times depend on are exit 2 naming what differs."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def test_every_field_is_compared(self):
+        self.assertEqual(sorted(compare.COMPARABLE_KEYS), sorted(key for key, _ in REFUSALS))
+
+    def test_each_difference_is_refused_by_name(self):
+        for key, value in REFUSALS:
+            with self.subTest(field=key):
+                doc = _doc("gate_same.json")
+                doc["context"][key] = value
+                code, out, err = gate(golden("gate_base.json"), _write(self.tmp.name, key + ".json", doc))
+                self.assertEqual(code, 2, err)
+                self.assertIn("cannot be compared", err)
+                self.assertIn(f"(context.{key}) differs: baseline ", err)
+                self.assertIn(repr(value), err)
+                self.assertEqual(out, "")  # no table, no verdict
+
+    def test_an_unrecorded_field_is_refused_by_name(self):
+        for key, _ in REFUSALS:
+            with self.subTest(field=key):
+                doc = _doc("gate_same.json")
+                del doc["context"][key]
+                path = _write(self.tmp.name, "no_" + key + ".json", doc)
+                code, _, err = gate(path, golden("gate_base.json"))
+                self.assertEqual(code, 2, err)
+                self.assertIn(f"(context.{key}) is not recorded in {path}", err)
+
+    def test_every_difference_is_listed_at_once(self):
+        code, _, err = gate(golden("base.json"), golden("peer.json"))
+        self.assertEqual(code, 2)
+        for key in compare.COMPARABLE_KEYS:
+            self.assertIn(f"context.{key}", err)
+
+    def test_allow_different_compares_and_says_so(self):
+        doc = _doc("gate_same.json")
+        doc["context"]["driver_release"] = "575.57.08"
+        path = _write(self.tmp.name, "driver.json", doc)
+        code, out, _ = gate(golden("gate_base.json"), path, "--allow-different", "driver_release")
+        self.assertEqual(code, 0, out)
+        self.assertIn("**Compared across different driver_release**: baseline '580.159.04', current '575.57.08'", out)
+        doc["context"]["device"] = "other"
+        code, _, err = gate(golden("gate_base.json"), _write(self.tmp.name, "two.json", doc),
+                            "--allow-different", "driver_release")
+        self.assertEqual(code, 2)
+        self.assertIn("context.device", err)
+        self.assertNotIn("context.driver_release", err)
 
 
 class ReportTest(unittest.TestCase):
@@ -224,8 +391,11 @@ class HostileInputTest(unittest.TestCase):
                 self.assertNotIn("Traceback", err)
 
     def test_the_golden_base_is_usable(self):
-        # The mutations below start from it: it must load as it is.
-        self.assertEqual(quiet(compare.run, [golden("base.json"), golden("base.json")])[0], 0)
+        # The mutations below start from it: it must load as it is, and the gate judges it
+        # (five repetitions: "not enough data", exit 1, never 2).
+        code, out, err = quiet(compare.run, [golden("base.json"), golden("base.json")])
+        self.assertEqual(code, 1, err)
+        self.assertIn("not enough data", out)
 
     def test_every_class_of_unusable_json(self):
         for name, text, named in HOSTILE_TEXTS:
@@ -273,13 +443,17 @@ class HostileGateTest(unittest.TestCase):
             self.assertEqual(caught.exception.code, 2)
 
     def test_no_common_benchmark_is_exit_2(self):
-        code, _, err = quiet(compare.run, [golden("base.json"), golden("peer.json")])
+        doc = _doc("gate_same.json")
+        for entry in doc["benchmarks"]:
+            entry["name"] = entry["run_name"] = "other/" + entry["name"]
+        with tempfile.TemporaryDirectory() as tmp:
+            code, _, err = quiet(compare.run, [golden("gate_base.json"), _write(tmp, "other.json", doc)])
         self.assertEqual(code, 2)
-        self.assertIn("no benchmark with a time is in both", err)
+        self.assertIn("no benchmark is in both", err)
 
     def test_an_unwritable_markdown_is_exit_2_not_a_verdict(self):
         with tempfile.TemporaryDirectory() as tmp:
-            code, _, err = quiet(compare.run, [golden("base.json"), golden("slower.json"), "--markdown", tmp])
+            code, _, err = quiet(compare.run, [golden("gate_base.json"), golden("gate_slower.json"), "--markdown", tmp])
         self.assertEqual(code, 2)
         self.assertIn("cannot write", err)
 
@@ -296,6 +470,170 @@ class HostileGateTest(unittest.TestCase):
             compare.compare = original
         self.assertEqual(code, 2)
         self.assertIn("no verdict", err)
+
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# The run record the benchmarks write into their JSON's context (docs/benchmarks.md, "Run
+# record"), beside Google Benchmark's own fields.
+RECORD_FIELDS = ["cujit_schema", "cujit_version", "cujit_git_commit", "cujit_git_tree", "cujit_build_type",
+                 "cujit_mode", "nvrtc_version", "nvrtc_library", "nvrtc_identity", "nvjitlink_version",
+                 "nvjitlink_library", "nvjitlink_identity", "cccl_version", "device", "driver_version",
+                 "driver_release", "vendor_cache", "cuda_module_loading", "host_cpu_model", "host_load_avg"]
+
+
+# Where the record is written: a bench_jit older than these was built without it.
+RECORD_SOURCES = [os.path.join(ROOT, "bench", "support", name)
+                  for name in ("run_record.cpp", "run_record.hpp", "bench_main.cpp")]
+
+
+def _stale(binary):
+    """Why `binary` cannot be used (not built, or older than the record's sources), or None."""
+    if not os.access(binary, os.X_OK):
+        return f"no bench_jit built at {binary} (set CUJIT_BUILD_DIR)"
+    newest = max((os.path.getmtime(p) for p in RECORD_SOURCES if os.path.exists(p)), default=0)
+    if os.path.getmtime(binary) < newest:
+        return f"{binary} is older than bench/support's run-record sources: rebuild it"
+    return None
+
+
+def _git_head():
+    try:
+        done = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", "HEAD"], capture_output=True,
+                              text=True, timeout=30, check=False)
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _first_model_name():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return None
+
+
+class RunRecordTest(unittest.TestCase):
+    """bench_jit (CPU only, one short benchmark, quick mode) writes the whole run record, with
+    values that follow the environment, and two such runs are comparable for the gate unless
+    the environment differs. The build is $CUJIT_BUILD_DIR, else build/default (what
+    ci/test.sh builds before it runs these tests)."""
+
+    @classmethod
+    def setUpClass(cls):
+        build = os.environ.get("CUJIT_BUILD_DIR") or os.path.join(ROOT, "build", "default")
+        cls.bench_jit = os.path.join(build, "bench", "bench_jit")
+        cls.tmp = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        stale = _stale(self.bench_jit)
+        if stale:
+            self.skipTest(stale)
+
+    def run_bench(self, name, env_set=None, env_unset=("CUDA_CACHE_DISABLE", "CUDA_MODULE_LOADING"), args=()):
+        env = {k: v for k, v in os.environ.items() if k not in env_unset and k != "CUJIT_BENCH_QUICK"}
+        env.update(env_set or {})
+        out = os.path.join(self.tmp.name, name + ".json")
+        done = subprocess.run([self.bench_jit, "--cujit-quick", "--benchmark_filter=^cujit/kernel_link/tiny/memory_hit",
+                               "--benchmark_min_time=0.01", f"--benchmark_out={out}", "--benchmark_out_format=json",
+                               *args], env=env, capture_output=True, text=True, timeout=300, check=False)
+        return done, out
+
+    def record(self, name, **kwargs):
+        head_before = _git_head()
+        done, out = self.run_bench(name, **kwargs)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        run = bench_json.load(out)
+        return run, {head_before, _git_head()} - {None}
+
+    def test_every_field_is_recorded_and_follows_the_environment(self):
+        run, heads = self.record("warm")
+        context = run.context
+        for key in RECORD_FIELDS + compare.COMPARABLE_KEYS:
+            with self.subTest(field=key):
+                self.assertIsInstance(context.get(key), str, f"context.{key} missing in {run.path}")
+                self.assertNotEqual(context[key], "", key)
+        self.assertEqual(context["cujit_mode"], "quick")
+        self.assertEqual(context["vendor_cache"], "vendor-cache-warm")
+        self.assertEqual(context["cuda_module_loading"], "unset")
+        if heads:  # a source tree with git: the commit at run time, in full
+            self.assertIn(context["cujit_git_commit"], heads)
+            self.assertIn(context["cujit_git_tree"], ("clean", "modified"))
+        else:
+            self.assertRegex(context["cujit_git_commit"], r"^([0-9a-f]{7,64}|unknown)$")
+        # The driver's release ("580.159.04"), never the CUDA version it supports ("13.0").
+        self.assertRegex(context["driver_release"], r"^(\d+\.\d+(\.\d+)*|none|unknown)$")
+        if (not os.path.exists("/proc/driver/nvidia/version") and not ctypes.util.find_library("nvidia-ml")
+                and not ctypes.util.find_library("cuda")):
+            self.assertEqual(context["driver_release"], "none")
+        for library, stem in (("nvrtc_library", "libnvrtc"), ("nvjitlink_library", "libnvJitLink")):
+            self.assertTrue(os.path.isabs(context[library]) and os.path.isfile(context[library]), context[library])
+            self.assertTrue(os.path.basename(context[library]).startswith(stem), context[library])
+            self.assertIn(f"path={context[library]};", context[library.replace('_library', '_identity')])
+        self.assertRegex(context["nvrtc_version"], r"^\d+\.\d+$")
+        if _first_model_name():
+            self.assertEqual(context["host_cpu_model"], _first_model_name())
+        self.assertRegex(context["host_load_avg"], r"^\d+\.\d\d \d+\.\d\d \d+\.\d\d$")
+
+    def test_vendor_cache_and_module_loading_are_read_from_the_environment(self):
+        run, _ = self.record("cold", env_set={"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER"})
+        self.assertEqual(run.context["vendor_cache"], "cold")
+        self.assertEqual(run.context["cuda_module_loading"], "EAGER")
+        run, _ = self.record("zero", env_set={"CUDA_CACHE_DISABLE": "0", "CUDA_MODULE_LOADING": 'a"b'})
+        self.assertEqual(run.context["vendor_cache"], "vendor-cache-warm")
+        self.assertEqual(run.context["cuda_module_loading"], "invalid")  # never written unescaped
+
+    def test_two_runs_are_comparable_unless_the_environment_differs(self):
+        reps = {"CUJIT_BENCH_REPETITIONS": "9"}
+        first, _ = self.record("first", env_set=reps)
+        second, _ = self.record("second", env_set=reps)
+        self.assertEqual(len(first.benchmarks["cujit/kernel_link/tiny/memory_hit"].samples), 9)
+        code, out, err = gate(first.path, second.path)
+        self.assertIn(code, (0, 1), err)  # a verdict (timing on a shared machine may vary), not a refusal
+        self.assertRegex(out, r"\| `cujit/kernel_link/tiny/memory_hit` \|.*\| 9/9 \| (same|unclear|slower|faster) \|")
+        cold, _ = self.record("cold_for_gate", env_set=dict(reps, CUDA_CACHE_DISABLE="1"))
+        code, _, err = gate(first.path, cold.path)
+        self.assertEqual(code, 2)
+        self.assertIn("(context.vendor_cache) differs: baseline 'vendor-cache-warm', current 'cold'", err)
+
+    def test_a_bad_repetition_count_is_refused(self):
+        for args, env in (((), {"CUJIT_BENCH_REPETITIONS": "nine"}), (("--cujit-repetitions=0",), {})):
+            with self.subTest(args=args, env=env):
+                done, _ = self.run_bench("bad", env_set=env, args=args)
+                self.assertEqual(done.returncode, 2)
+                self.assertIn("must be a whole number from 1 to 1000", done.stderr)
+
+
+class QuickBenchJsonTest(unittest.TestCase):
+    """The JSON ci/bench.sh --quick wrote (ci/test.sh: build/default/bench-quick) carries the
+    run record in every file; skipped when there is none or it is older than the build."""
+
+    def test_the_quick_run_carries_the_record(self):
+        build = os.environ.get("CUJIT_BUILD_DIR") or os.path.join(ROOT, "build", "default")
+        out = os.path.join(build, "bench-quick")
+        files = [os.path.join(out, name) for name in ("bench_jit.json", "bench_reduce.json")]
+        binary = os.path.join(build, "bench", "bench_jit")
+        if _stale(binary):
+            self.skipTest(_stale(binary))
+        if not all(os.path.isfile(f) for f in files):
+            self.skipTest(f"no quick benchmark JSON in {out}")
+        if min(os.path.getmtime(f) for f in files) < os.path.getmtime(binary):
+            self.skipTest(f"the JSON in {out} is older than {binary}")
+        for path in files:
+            context = bench_json.load(path).context
+            for key in RECORD_FIELDS:
+                with self.subTest(file=path, field=key):
+                    self.assertIsInstance(context.get(key), str)
+            self.assertEqual(context["cujit_mode"], "quick")
 
 
 class HostileHistoryTest(unittest.TestCase):
