@@ -482,24 +482,37 @@ RECORD_FIELDS = ["cujit_schema", "cujit_version", "cujit_git_commit", "cujit_git
                  "driver_release", "vendor_cache", "cuda_module_loading", "host_cpu_model", "host_load_avg"]
 
 
-# Where the record is written: a bench_jit older than these was built without it.
-RECORD_SOURCES = [os.path.join(ROOT, "bench", "support", name)
-                  for name in ("run_record.cpp", "run_record.hpp", "bench_main.cpp")]
+def _build_dir():
+    return os.environ.get("CUJIT_BUILD_DIR") or os.path.join(ROOT, "build", "default")
 
 
-def _stale(binary):
+def _source_dir(build):
+    """The source tree `build` was configured from (its CMakeCache.txt), else this one."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt"), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("CMAKE_HOME_DIRECTORY:INTERNAL="):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return ROOT
+
+
+def _stale(binary, source):
     """Why `binary` cannot be used (not built, or older than the record's sources), or None."""
     if not os.access(binary, os.X_OK):
         return f"no bench_jit built at {binary} (set CUJIT_BUILD_DIR)"
-    newest = max((os.path.getmtime(p) for p in RECORD_SOURCES if os.path.exists(p)), default=0)
+    sources = [os.path.join(source, "bench", "support", name)
+               for name in ("run_record.cpp", "run_record.hpp", "bench_main.cpp")]
+    newest = max((os.path.getmtime(p) for p in sources if os.path.exists(p)), default=0)
     if os.path.getmtime(binary) < newest:
         return f"{binary} is older than bench/support's run-record sources: rebuild it"
     return None
 
 
-def _git_head():
+def _git_head(source):
     try:
-        done = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", "HEAD"], capture_output=True,
+        done = subprocess.run(["git", "-C", source, "rev-parse", "--verify", "HEAD"], capture_output=True,
                               text=True, timeout=30, check=False)
     except OSError:
         return None
@@ -522,12 +535,13 @@ class RunRecordTest(unittest.TestCase):
     """bench_jit (CPU only, one short benchmark, quick mode) writes the whole run record, with
     values that follow the environment, and two such runs are comparable for the gate unless
     the environment differs. The build is $CUJIT_BUILD_DIR, else build/default (what
-    ci/test.sh builds before it runs these tests)."""
+    ci/test.sh builds before it runs these tests); its commit is its source tree's."""
 
     @classmethod
     def setUpClass(cls):
-        build = os.environ.get("CUJIT_BUILD_DIR") or os.path.join(ROOT, "build", "default")
+        build = _build_dir()
         cls.bench_jit = os.path.join(build, "bench", "bench_jit")
+        cls.source = _source_dir(build)
         cls.tmp = tempfile.TemporaryDirectory()
 
     @classmethod
@@ -535,7 +549,7 @@ class RunRecordTest(unittest.TestCase):
         cls.tmp.cleanup()
 
     def setUp(self):
-        stale = _stale(self.bench_jit)
+        stale = _stale(self.bench_jit, self.source)
         if stale:
             self.skipTest(stale)
 
@@ -549,11 +563,11 @@ class RunRecordTest(unittest.TestCase):
         return done, out
 
     def record(self, name, **kwargs):
-        head_before = _git_head()
+        head_before = _git_head(self.source)  # and after: someone may commit meanwhile
         done, out = self.run_bench(name, **kwargs)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         run = bench_json.load(out)
-        return run, {head_before, _git_head()} - {None}
+        return run, {head_before, _git_head(self.source)} - {None}
 
     def test_every_field_is_recorded_and_follows_the_environment(self):
         run, heads = self.record("warm")
@@ -618,12 +632,13 @@ class QuickBenchJsonTest(unittest.TestCase):
     run record in every file; skipped when there is none or it is older than the build."""
 
     def test_the_quick_run_carries_the_record(self):
-        build = os.environ.get("CUJIT_BUILD_DIR") or os.path.join(ROOT, "build", "default")
+        build = _build_dir()
         out = os.path.join(build, "bench-quick")
         files = [os.path.join(out, name) for name in ("bench_jit.json", "bench_reduce.json")]
         binary = os.path.join(build, "bench", "bench_jit")
-        if _stale(binary):
-            self.skipTest(_stale(binary))
+        stale = _stale(binary, _source_dir(build))
+        if stale:
+            self.skipTest(stale)
         if not all(os.path.isfile(f) for f in files):
             self.skipTest(f"no quick benchmark JSON in {out}")
         if min(os.path.getmtime(f) for f in files) < os.path.getmtime(binary):
