@@ -1,5 +1,11 @@
-// Format table, detection by content, integrity checks and embedded code kinds.
+// Format table, detection by content, integrity checks (and the damage they refuse) and
+// embedded code kinds.
 #include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
 
 #include "cujit/format.hpp"
 #include "support/fixtures.hpp"
@@ -136,6 +142,285 @@ TEST(EmbeddedCode, NeedsLtoOnlyWhenLtoIrIsAllThereIs) {
   EXPECT_FALSE(needs_lto(Format::fatbin, read_bytes(fixture_path("scale_kernel_sass.fatbin"))));
   EXPECT_FALSE(needs_lto(Format::object, read_bytes(fixture_path("scale_kernel.o"))));
   EXPECT_FALSE(needs_lto(Format::ptx, read_bytes(fixture_path("scale_kernel.ptx"))));
+}
+
+
+// ---- damaged binaries ------------------------------------------------------------------------
+// Each case is a change nvJitLink 13.0 was seen to die on (SIGSEGV / SIGFPE / a hang) or one the
+// format forbids; the checks must refuse it, saying what is wrong. Fields are found by reading
+// the fixture, not at fixed offsets, so the cases follow the toolchain's layout.
+
+namespace damage {
+
+std::uint64_t get(const std::string& bytes, std::size_t at, std::size_t width) {
+  std::uint64_t value = 0;
+  for (std::size_t k = 0; k < width; ++k) {
+    value |= std::uint64_t{static_cast<unsigned char>(bytes.at(at + k))} << (8 * k);
+  }
+  return value;
+}
+
+void put(std::string& bytes, std::size_t at, std::size_t width, std::uint64_t value) {
+  for (std::size_t k = 0; k < width; ++k) bytes.at(at + k) = static_cast<char>((value >> (8 * k)) & 0xFF);
+}
+
+// The offset of the section header of the section called `name` in an ELF64 file.
+std::size_t section_header(const std::string& elf, const std::string& name) {
+  const std::size_t table = get(elf, 40, 8);
+  const std::size_t count = get(elf, 60, 2);
+  const std::size_t names = get(elf, table + get(elf, 62, 2) * 64 + 24, 8);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t at = table + i * 64;
+    if (std::string(elf.c_str() + names + get(elf, at, 4)) == name) return at;
+  }
+  throw std::runtime_error("no section " + name);
+}
+
+std::size_t section_data(const std::string& elf, const std::string& name) {
+  return get(elf, section_header(elf, name) + 24, 8);
+}
+
+}  // namespace damage
+
+struct Damage {
+  const char* name;
+  const char* fixture;
+  std::string (*apply)(std::string);
+  const char* expected;  // a fragment of the refusal
+};
+
+std::string cubin_section_table_moved(std::string b) {
+  damage::put(b, 40, 1, 0x5f);  // the first crash report: e_shoff's low byte
+  return b;
+}
+std::string cubin_flags_bit0(std::string b) {
+  damage::put(b, 48, 1, damage::get(b, 48, 1) | 1);
+  return b;
+}
+std::string cubin_line_flag_without_lines(std::string b) {
+  damage::put(b, 51, 1, damage::get(b, 51, 1) | 0x08);
+  return b;
+}
+std::string cubin_null_section_typed(std::string b) {
+  damage::put(b, damage::get(b, 40, 8) + 4, 4, 1);  // SIGFPE
+  return b;
+}
+std::string cubin_alignment_zero(std::string b) {
+  damage::put(b, damage::section_header(b, ".debug_frame") + 48, 8, 0);  // SIGFPE
+  return b;
+}
+std::string cubin_symbol_name_outside(std::string b) {
+  damage::put(b, damage::section_data(b, ".symtab") + 24 * 4 + 3, 1, 0x40);
+  return b;
+}
+std::string cubin_symbol_section_outside(std::string b) {
+  damage::put(b, damage::section_data(b, ".symtab") + 24 * 4 + 6, 2, 0x5f);
+  return b;
+}
+std::string cubin_function_not_a_function(std::string b) {
+  const std::size_t text = damage::section_header(b, ".text.scale_kernel");
+  const std::size_t function = damage::get(b, text + 44, 4) & 0xFFFFFF;
+  damage::put(b, damage::section_data(b, ".symtab") + 24 * function + 4, 1, 0x11);  // an object
+  return b;
+}
+std::string cubin_attribute_size_broken(std::string b) {
+  damage::put(b, damage::section_data(b, ".nv.info") + 2, 2, 1);
+  return b;
+}
+std::string cubin_attribute_symbol_outside(std::string b) {
+  damage::put(b, damage::section_data(b, ".nv.info") + 6, 2, 0x5f5f);
+  return b;
+}
+std::string cubin_attribute_wrong_format(std::string b) {
+  // REGCOUNT (0x2f) is an SVAL; as an HVAL nvJitLink reads garbage.
+  damage::put(b, damage::section_data(b, ".nv.info"), 1, 3);
+  return b;
+}
+std::string cubin_callgraph_marker_broken(std::string b) {
+  damage::put(b, damage::section_data(b, ".nv.callgraph") + 6, 1, 0x5f);
+  return b;
+}
+std::string cubin_section_type_against_name(std::string b) {
+  damage::put(b, damage::section_header(b, ".note.nv.cuinfo") + 4, 4, 1);
+  return b;
+}
+std::string cubin_info_outside(std::string b) {
+  damage::put(b, damage::section_header(b, ".nv.info") + 44, 4, 0x5f00);
+  return b;
+}
+std::string cubin_relocation_type_wide(std::string b) {
+  damage::put(b, damage::section_data(b, ".rela.debug_frame") + 8 + 2, 1, 0x5f);
+  return b;
+}
+std::string cubin_relocation_symbol_outside(std::string b) {
+  damage::put(b, damage::section_data(b, ".rela.debug_frame") + 8 + 5, 1, 0x5f);
+  return b;
+}
+std::string cubin_sections_overlap(std::string b) {
+  const std::size_t info = damage::section_header(b, ".nv.info");
+  damage::put(b, info + 32, 8, damage::get(b, info + 32, 8) + 4);  // into .nv.compat
+  return b;
+}
+std::string cubin_kparam_index(std::string b) {
+  const std::string records = b.substr(damage::section_data(b, ".nv.info.scale_kernel"));
+  const std::size_t kparam = records.find(std::string("\x04\x17\x0c\x00", 4));
+  damage::put(b, damage::section_data(b, ".nv.info.scale_kernel") + kparam + 4, 1, 0x5f);
+  return b;
+}
+std::string fatbin_entry_kind(std::string b) {
+  damage::put(b, 16, 2, 0x10);
+  return b;
+}
+std::string fatbin_entry_header_small(std::string b) {
+  damage::put(b, 20, 4, 0x10);
+  return b;
+}
+std::string fatbin_padded_size_short(std::string b) {
+  damage::put(b, 24, 1, 0);
+  return b;
+}
+std::string fatbin_body_past_end(std::string b) {
+  damage::put(b, 9, 1, 0xff);  // nvJitLink hangs on this one
+  return b;
+}
+std::string fatbin_sass_as_ptx(std::string b) {
+  damage::put(b, 16, 2, 1);
+  return b;
+}
+std::string fatbin_compressed_twice(std::string b) {
+  damage::put(b, 16 + 41, 1, damage::get(b, 16 + 41, 1) | 0x20);
+  return b;
+}
+std::string fatbin_payload_damaged(std::string b) {
+  // A byte of the zstd frame that changes the cubin inside: its e_shoff.
+  const std::size_t payload = 16 + damage::get(b, 20, 4);
+  damage::put(b, payload + 40, 1, damage::get(b, payload + 40, 1) ^ 0x5f);
+  return b;
+}
+std::string object_fatbin_damaged(std::string b) {
+  const std::size_t fatbin = damage::section_data(b, "__nv_relfatbin");
+  damage::put(b, fatbin + 16, 2, 0x10);
+  return b;
+}
+std::string object_without_device_code(std::string b) {
+  const std::size_t header = damage::section_header(b, "__nv_relfatbin");
+  const std::size_t name = damage::get(b, header, 4) + damage::section_data(b, ".shstrtab");
+  b.at(name + 2) = 'X';  // "__Xv_relfatbin": no longer the device code section
+  const std::size_t fatbin = damage::get(b, header + 24, 8);
+  b.replace(fatbin, 4, "XXXX");
+  return b;
+}
+std::string object_for_another_machine(std::string b) {
+  damage::put(b, 18, 2, 183);
+  return b;
+}
+std::string archive_size_not_a_number(std::string b) {
+  b.replace(8 + 48, 2, "1x");
+  return b;
+}
+std::string archive_name_with_nul(std::string b) {
+  b.at(8) = '\0';
+  return b;
+}
+std::string archive_member_damaged(std::string b) {
+  // The first member after the symbol table is the object: damage its fatbin's entry kind.
+  const std::size_t fatbin = b.find(std::string("\x50\xed\x55\xba", 4));
+  damage::put(b, fatbin + 16, 2, 0x10);
+  return b;
+}
+std::string ltoir_option_data_outside(std::string b) {
+  damage::put(b, 18, 1, 0x5f);
+  return b;
+}
+std::string ltoir_option_number(std::string b) {
+  damage::put(b, damage::get(b, 12, 2), 1, 0xcd);
+  return b;
+}
+std::string ltoir_ir_outside(std::string b) {
+  damage::put(b, 20, 4, b.size());
+  return b;
+}
+
+class HostileFormatChecks : public ::testing::TestWithParam<Damage> {};
+
+TEST_P(HostileFormatChecks, RefuseWhatKillsTheLinkerAndSayWhy) {
+  const std::string original = read_bytes(fixture_path(GetParam().fixture));
+  const auto format = detect_format(original);
+  ASSERT_TRUE(format.has_value());
+  ASSERT_EQ(integrity_problem(*format, original), "") << "the fixture itself must be sound";
+  const std::string damaged = GetParam().apply(original);
+  ASSERT_NE(damaged, original);
+  ASSERT_EQ(detect_format(damaged), format) << "the damage must keep the format recognisable";
+  const std::string problem = integrity_problem(*format, damaged);
+  EXPECT_NE(problem.find(GetParam().expected), std::string::npos)
+      << "expected '" << GetParam().expected << "' in: '" << problem << "'";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, HostileFormatChecks,
+    ::testing::Values(
+        Damage{"cubin_section_table_moved", "scale_kernel.cubin", cubin_section_table_moved, "misplaced"},
+        Damage{"cubin_flags_bit0", "scale_kernel.cubin", cubin_flags_bit0, "bit 0"},
+        Damage{"cubin_line_flag_without_lines", "scale_kernel.cubin", cubin_line_flag_without_lines,
+               "line information"},
+        Damage{"cubin_null_section_typed", "scale_kernel.cubin", cubin_null_section_typed, "null section"},
+        Damage{"cubin_alignment_zero", "scale_kernel.cubin", cubin_alignment_zero, "alignment 0"},
+        Damage{"cubin_symbol_name_outside", "scale_kernel.cubin", cubin_symbol_name_outside,
+               "of its string table"},
+        Damage{"cubin_symbol_section_outside", "scale_kernel.cubin", cubin_symbol_section_outside,
+               "is in section"},
+        Damage{"cubin_function_not_a_function", "scale_kernel.cubin", cubin_function_not_a_function,
+               "function"},
+        Damage{"cubin_attribute_size_broken", "scale_kernel.cubin", cubin_attribute_size_broken,
+               "('.nv.info'): "},
+        Damage{"cubin_attribute_symbol_outside", "scale_kernel.cubin", cubin_attribute_symbol_outside,
+               "names symbol"},
+        Damage{"cubin_attribute_wrong_format", "scale_kernel.cubin", cubin_attribute_wrong_format,
+               "in format 4"},
+        Damage{"cubin_callgraph_marker_broken", "scale_kernel.cubin", cubin_callgraph_marker_broken,
+               "('.nv.callgraph')"},
+        Damage{"cubin_section_type_against_name", "scale_kernel.cubin", cubin_section_type_against_name,
+               "its name does not allow"},
+        Damage{"cubin_info_outside", "scale_kernel.cubin", cubin_info_outside, "refers to section"},
+        Damage{"cubin_relocation_type_wide", "scale_kernel.cubin", cubin_relocation_type_wide,
+               "no CUDA relocation"},
+        Damage{"cubin_relocation_symbol_outside", "scale_kernel.cubin", cubin_relocation_symbol_outside,
+               "uses symbol"},
+        Damage{"cubin_sections_overlap", "scale_kernel.cubin", cubin_sections_overlap, "overlaps"},
+        Damage{"cubin_kparam_index", "scale_kernel.cubin", cubin_kparam_index, "parameter index"},
+        Damage{"fatbin_entry_kind", "scale_kernel_sass.fatbin", fatbin_entry_kind, "has kind 16"},
+        Damage{"fatbin_entry_header_small", "scale_kernel_sass.fatbin", fatbin_entry_header_small,
+               "has a header of 16 bytes"},
+        Damage{"fatbin_padded_size_short", "scale_kernel_sass.fatbin", fatbin_padded_size_short,
+               "padded bytes"},
+        Damage{"fatbin_body_past_end", "scale_kernel_ptx.fatbin", fatbin_body_past_end, "truncated"},
+        Damage{"fatbin_sass_as_ptx", "scale_kernel_sass.fatbin", fatbin_sass_as_ptx, "PTX with NUL"},
+        Damage{"fatbin_compressed_twice", "scale_kernel_sass.fatbin", fatbin_compressed_twice,
+               "compressed twice"},
+        Damage{"fatbin_payload_damaged", "scale_kernel_sass.fatbin", fatbin_payload_damaged, "ELF entry"},
+        Damage{"object_fatbin_damaged", "scale_kernel.o", object_fatbin_damaged, "'__nv_relfatbin'"},
+        Damage{"object_without_device_code", "scale_kernel.o", object_without_device_code,
+               "without embedded device code"},
+        Damage{"object_for_another_machine", "scale_kernel.o", object_for_another_machine, "machine 183"},
+        Damage{"archive_size_not_a_number", "scale_kernel.a", archive_size_not_a_number, "not a number"},
+        Damage{"archive_name_with_nul", "scale_kernel.a", archive_name_with_nul, "non-ASCII"},
+        Damage{"archive_member_damaged", "scale_kernel.a", archive_member_damaged, "member '"},
+        Damage{"ltoir_option_data_outside", "scale_kernel.ltoir", ltoir_option_data_outside, "out of order"},
+        Damage{"ltoir_option_number", "scale_kernel.ltoir", ltoir_option_number, "number 205"},
+        Damage{"ltoir_ir_outside", "scale_kernel.ltoir", ltoir_ir_outside, "truncated"}),
+    [](const auto& cell) { return std::string(cell.param.name); });
+
+TEST(FormatIntegrity, EveryBinaryFixtureIsAccepted) {
+  std::size_t checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(fixture_path(""))) {
+    if (!entry.is_regular_file()) continue;
+    const std::string bytes = read_bytes(entry.path());
+    const auto format = detect_format(bytes);
+    if (!format || *format == Format::ptx || *format == Format::cu) continue;
+    EXPECT_EQ(integrity_problem(*format, bytes), "") << entry.path();
+    ++checked;
+  }
+  EXPECT_GE(checked, 20u);
 }
 
 }  // namespace

@@ -42,6 +42,21 @@ TEST(LinkableCode, FactoriesCheckTheBytes) {
                                std::string::npos););
 }
 
+TEST(HostileLinkableCode, ADamagedBinaryIsAFormatErrorNamingTheInputAndTheDamage) {
+  std::string cubin = read_bytes(fixture_path("scale_kernel.cubin"));
+  cubin[40] = '\x5f';  // e_shoff's low byte: nvJitLink 13.0 dies in nvJitLinkAddData on it
+  CUJIT_EXPECT_ERROR(LinkableCode::cubin(cubin, "k.cubin"), ErrorKind::format, error,
+                     const std::string what = error.what();
+                     EXPECT_NE(what.find("'k.cubin' is not a valid cubin"), std::string::npos) << what;
+                     EXPECT_NE(what.find("section header table"), std::string::npos) << what;);
+  std::string ltoir = read_bytes(fixture_path("scale_kernel.ltoir"));
+  ltoir[18] = '\x5f';  // the option data offset, far past the end
+  CUJIT_EXPECT_ERROR(LinkableCode::ltoir(ltoir, "k.ltoir"), ErrorKind::format, error,
+                     const std::string what = error.what();
+                     EXPECT_NE(what.find("'k.ltoir' is not a valid ltoir"), std::string::npos) << what;
+                     EXPECT_NE(what.find("option data"), std::string::npos) << what;);
+}
+
 TEST(LinkableCode, NrtFlagTravelsWithTheCode) {
   LinkableCode code =
       LinkableCode::ptx(read_bytes(fixture_path("scale_kernel.ptx")), "k.ptx").set_nrt(true);

@@ -1,0 +1,373 @@
+// The mutation campaign (docs/reliability.md): damaged copies of every binary fixture format
+// (single bytes changed at random offsets with a fixed seed, truncations, header fields set to
+// edge values), each linked through the Linker in a forked child. The parent counts how each
+// child ended: refused by cujit's format checks (Error(format)), refused by the backend
+// (LinkError), another cujit error, linked, or DEAD (a signal, or no answer in time). No child
+// may die: nvJitLink 13.0 dies on damaged cubins, fatbins, host objects and archives, so every
+// mutant that would kill it must be refused before it gets there.
+//
+// CUJIT_MUTATION_SCALE=n multiplies the random mutants (default 1) for longer runs by hand.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cujit/linker.hpp"
+#include "support/fixtures.hpp"
+#include "support/linking.hpp"
+
+namespace cujit {
+namespace {
+
+struct Mutant {
+  std::string what;  // how to make it again, e.g. "byte 40 = 0x5f"
+  std::string bytes;
+};
+
+// ---- making mutants --------------------------------------------------------------------------
+
+std::string hex_byte(unsigned value) {
+  std::ostringstream out;
+  out << "0x" << std::hex << std::setw(2) << std::setfill('0') << value;
+  return out.str();
+}
+
+std::uint64_t read_field(const std::string& bytes, std::size_t at, std::size_t width) {
+  std::uint64_t value = 0;
+  for (std::size_t k = 0; k < width && at + k < bytes.size(); ++k) {
+    value |= std::uint64_t{static_cast<unsigned char>(bytes[at + k])} << (8 * k);
+  }
+  return value;
+}
+
+// A little-endian field set to each of a few edge values.
+void add_field_edits(std::vector<Mutant>& out, const std::string& original, const std::string& name,
+                     std::size_t at, std::size_t width) {
+  if (at + width > original.size()) return;
+  const std::uint64_t old = read_field(original, at, width);
+  const std::uint64_t all_ones = width >= 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * width)) - 1;
+  for (std::uint64_t value : {std::uint64_t{0}, std::uint64_t{1}, old + 1, old - 1, old * 2 + 8,
+                              all_ones, all_ones >> 1}) {
+    value &= all_ones;
+    if (value == old) continue;
+    std::string bytes = original;
+    for (std::size_t k = 0; k < width; ++k) bytes[at + k] = static_cast<char>((value >> (8 * k)) & 0xFF);
+    std::ostringstream what;
+    what << name << " (" << width << " bytes at " << at << ") = 0x" << std::hex << value;
+    out.push_back({what.str(), std::move(bytes)});
+  }
+}
+
+void add_elf_edits(std::vector<Mutant>& out, const std::string& bytes, std::size_t base,
+                   const std::string& where) {
+  if (bytes.size() < base + 64 || bytes.compare(base, 4, "\x7f" "ELF") != 0) return;
+  const std::pair<const char*, std::array<std::size_t, 2>> header[] = {
+      {"EI_CLASS", {4, 1}},  {"EI_DATA", {5, 1}},    {"EI_OSABI", {7, 1}},  {"e_type", {16, 2}},
+      {"e_machine", {18, 2}}, {"e_phoff", {32, 8}},   {"e_shoff", {40, 8}},  {"e_flags", {48, 4}},
+      {"e_ehsize", {52, 2}},  {"e_phnum", {56, 2}},   {"e_shentsize", {58, 2}},
+      {"e_shnum", {60, 2}},   {"e_shstrndx", {62, 2}}};
+  for (const auto& [name, field] : header) {
+    add_field_edits(out, bytes, where + name, base + field[0], field[1]);
+  }
+  const std::uint64_t table = base + read_field(bytes, base + 40, 8);
+  const std::uint64_t count = read_field(bytes, base + 60, 2);
+  const std::pair<const char*, std::array<std::size_t, 2>> section[] = {
+      {"sh_name", {0, 4}},  {"sh_type", {4, 4}},  {"sh_offset", {24, 8}}, {"sh_size", {32, 8}},
+      {"sh_link", {40, 4}}, {"sh_info", {44, 4}}, {"sh_addralign", {48, 8}}, {"sh_entsize", {56, 8}}};
+  for (std::uint64_t i = 0; i < count && table + (i + 1) * 64 <= bytes.size(); ++i) {
+    for (const auto& [name, field] : section) {
+      add_field_edits(out, bytes, where + "section " + std::to_string(i) + " " + name,
+                      table + i * 64 + field[0], field[1]);
+    }
+  }
+}
+
+void add_fatbin_edits(std::vector<Mutant>& out, const std::string& bytes) {
+  const std::string magic("\x50\xed\x55\xba", 4);
+  for (std::size_t at = bytes.find(magic); at != std::string::npos; at = bytes.find(magic, at + 1)) {
+    const std::string where = "fatbin at " + std::to_string(at) + ": ";
+    add_field_edits(out, bytes, where + "version", at + 4, 2);
+    add_field_edits(out, bytes, where + "header size", at + 6, 2);
+    add_field_edits(out, bytes, where + "body size", at + 8, 8);
+    const std::uint64_t end = at + 16 + read_field(bytes, at + 8, 8);
+    std::uint64_t entry = at + 16;
+    for (int k = 0; k < 8 && entry + 64 <= std::min<std::uint64_t>(end, bytes.size()); ++k) {
+      const std::string e = where + "entry " + std::to_string(k) + " ";
+      const std::pair<const char*, std::array<std::size_t, 2>> fields[] = {
+          {"kind", {0, 2}},   {"header size", {4, 4}}, {"padded size", {8, 8}},
+          {"payload size", {16, 4}}, {"arch", {28, 4}}, {"flags", {40, 8}},
+          {"options at", {20, 4}}, {"name offset", {32, 4}}, {"name size", {36, 4}},
+          {"uncompressed size", {56, 8}}};
+      const std::uint64_t header_size = read_field(bytes, entry + 4, 4);
+      for (const auto& [name, field] : fields) {
+        if (field[0] + field[1] > header_size) continue;
+        add_field_edits(out, bytes, e + name, entry + field[0], field[1]);
+      }
+      entry += header_size + read_field(bytes, entry + 8, 8);
+    }
+  }
+}
+
+// ar member headers: the size field rewritten as text, the terminator and the name broken.
+void add_archive_edits(std::vector<Mutant>& out, const std::string& bytes) {
+  std::size_t at = 8;
+  while (at + 60 <= bytes.size()) {
+    const std::string where = "member at " + std::to_string(at) + ": ";
+    const std::uint64_t size = std::strtoull(bytes.substr(at + 48, 10).c_str(), nullptr, 10);
+    for (const std::string& field : {std::string("0"), std::to_string(size + 1), std::to_string(size - 1),
+                                     std::string("9999999999"), std::string("12x4"), std::string("-1")}) {
+      std::string mutated = bytes;
+      std::string padded = field;
+      padded.resize(10, ' ');
+      mutated.replace(at + 48, 10, padded);
+      out.push_back({where + "size field '" + field + "'", std::move(mutated)});
+    }
+    std::string no_terminator = bytes;
+    no_terminator[at + 58] = ' ';
+    out.push_back({where + "no terminator", std::move(no_terminator)});
+    std::string bad_name = bytes;
+    bad_name[at] = '\0';
+    out.push_back({where + "NUL in the name", std::move(bad_name)});
+    add_elf_edits(out, bytes, at + 60, where);
+    at += 60 + size + (size % 2);
+  }
+}
+
+void add_ltoir_edits(std::vector<Mutant>& out, const std::string& bytes) {
+  const std::pair<const char*, std::array<std::size_t, 2>> fields[] = {
+      {"container version", {4, 2}}, {"NVVM IR version", {6, 2}}, {"debug version", {8, 2}},
+      {"LLVM version", {10, 2}},     {"options offset", {12, 2}}, {"IR level", {14, 2}},
+      {"option data offset", {16, 4}}, {"IR offset", {20, 4}}};
+  for (const auto& [name, field] : fields) add_field_edits(out, bytes, name, field[0], field[1]);
+}
+
+struct Campaign {
+  std::string label;
+  std::string fixture;
+  Format format;
+  bool lto = false;
+  std::size_t random_bytes = 0;  // single-byte mutants
+  // Intact inputs linked with each mutant (what a kernel calls), so that the link gets as far
+  // as resolving and relocating.
+  std::vector<std::string> companions = {};
+};
+
+// Where single bytes are changed. LTO-IR past its container header is opaque to every tool
+// but NVVM (docs/linking.md): only the header is mutated there; truncations still cut the IR.
+std::size_t mutable_span(const Campaign& campaign, const std::string& original) {
+  if (campaign.format != Format::ltoir) return original.size();
+  return std::clamp<std::size_t>(read_field(original, 20, 4), 24, original.size());
+}
+
+std::size_t scale() {
+  const char* value = std::getenv("CUJIT_MUTATION_SCALE");
+  const long parsed = value != nullptr ? std::strtol(value, nullptr, 10) : 1;
+  return parsed >= 1 && parsed <= 1000 ? static_cast<std::size_t>(parsed) : 1;
+}
+
+std::vector<Mutant> make_mutants(const Campaign& campaign, const std::string& original) {
+  std::vector<Mutant> out;
+  // A fixed seed per campaign: the same mutants every run, on every machine.
+  std::uint64_t seed = 0xcbf29ce484222325u;  // FNV-1a of the label
+  for (char c : campaign.label) seed = (seed ^ static_cast<unsigned char>(c)) * 0x100000001b3u;
+  std::mt19937_64 random(seed);
+  // mt19937_64's output is fixed by the standard; the distributions are not, so draw by hand.
+  const auto below = [&](std::uint64_t bound) { return static_cast<std::size_t>(random() % bound); };
+  const std::size_t span = mutable_span(campaign, original);
+  for (std::size_t k = 0; k < campaign.random_bytes * scale(); ++k) {
+    const std::size_t at = below(span);
+    const auto old = static_cast<unsigned char>(original[at]);
+    auto value = static_cast<unsigned>(below(255));
+    if (value >= old) ++value;  // never the byte it was
+    std::string bytes = original;
+    bytes[at] = static_cast<char>(value);
+    out.push_back({"byte " + std::to_string(at) + " = " + hex_byte(value), std::move(bytes)});
+  }
+  std::vector<std::size_t> lengths = {0, 1, 3, 4, 8, 15, 16, 24, 44, 63, 64, 65, 127, 128};
+  for (std::size_t k = 1; k < 8; ++k) lengths.push_back(original.size() * k / 8);
+  lengths.push_back(original.size() - 1);
+  for (int k = 0; k < 8; ++k) {
+    lengths.push_back(below(original.size()));
+  }
+  std::sort(lengths.begin(), lengths.end());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  for (std::size_t length : lengths) {
+    if (length >= original.size()) continue;
+    out.push_back({"truncated to " + std::to_string(length) + " bytes", original.substr(0, length)});
+  }
+  switch (campaign.format) {
+    case Format::cubin:
+    case Format::object:
+      add_elf_edits(out, original, 0, "");
+      add_fatbin_edits(out, original);
+      break;
+    case Format::fatbin: add_fatbin_edits(out, original); break;
+    case Format::archive:
+      add_archive_edits(out, original);
+      add_fatbin_edits(out, original);
+      break;
+    case Format::ltoir: add_ltoir_edits(out, original); break;
+    default: break;
+  }
+  return out;
+}
+
+// ---- linking them, one child each ------------------------------------------------------------
+
+enum class Outcome { linked, format_error, link_error, other_error, dead };
+
+constexpr int exit_linked = 0;
+constexpr int exit_format_error = 10;
+constexpr int exit_link_error = 11;
+constexpr int exit_other_error = 12;
+constexpr unsigned child_seconds = 30;
+
+[[noreturn]] void run_child(const Campaign& campaign, const Mutant& mutant) {
+  const int null = ::open("/dev/null", O_WRONLY);
+  if (null >= 0) {
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+  }
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // A damaged size can make nvJitLink allocate without bound; without sanitizers (which
+  // reserve vast address space) the child's memory is capped so that this fails instead.
+  const rlimit memory{std::uint64_t{8} << 30, std::uint64_t{8} << 30};
+  ::setrlimit(RLIMIT_AS, &memory);
+#endif
+  ::alarm(child_seconds);
+  int code = exit_other_error;
+  try {
+    Linker linker(test::link_options(LinkerBackend::nvjitlink, campaign.lto));
+    linker.add_data(campaign.format, mutant.bytes, "mutant");
+    for (const std::string& companion : campaign.companions) linker.add_file(test::fixture_path(companion));
+    (void)linker.link();
+    code = exit_linked;
+  } catch (const Error& error) {
+    code = error.kind() == ErrorKind::format ? exit_format_error
+           : error.kind() == ErrorKind::link ? exit_link_error
+                                              : exit_other_error;
+  } catch (...) {
+    code = exit_other_error;
+  }
+  ::_exit(code);
+}
+
+Outcome outcome_of(int status) {
+  if (!WIFEXITED(status)) return Outcome::dead;
+  switch (WEXITSTATUS(status)) {
+    case exit_linked: return Outcome::linked;
+    case exit_format_error: return Outcome::format_error;
+    case exit_link_error: return Outcome::link_error;
+    default: return Outcome::other_error;
+  }
+}
+
+struct Tally {
+  std::size_t mutants = 0;
+  std::map<Outcome, std::size_t> by_outcome;
+  std::vector<std::string> deaths;  // what, and how it died
+  double seconds = 0;
+};
+
+// Forks a child per mutant, `jobs` at a time (the parent never calls a vendor library, so it
+// holds no lock a child could inherit).
+Tally run_campaign(const Campaign& campaign) {
+  const std::string original = test::read_bytes(test::fixture_path(campaign.fixture));
+  const std::vector<Mutant> mutants = make_mutants(campaign, original);
+  const auto start = std::chrono::steady_clock::now();
+  const std::size_t jobs = std::max(2u, std::min(4u, std::thread::hardware_concurrency()));
+  Tally tally;
+  tally.mutants = mutants.size();
+  std::map<pid_t, std::size_t> running;
+  std::size_t next = 0;
+  while (next < mutants.size() || !running.empty()) {
+    while (next < mutants.size() && running.size() < jobs) {
+      const pid_t pid = ::fork();
+      if (pid == 0) run_child(campaign, mutants[next]);
+      if (pid < 0) {
+        ADD_FAILURE() << "fork failed: " << std::strerror(errno);
+        return tally;
+      }
+      running[pid] = next++;
+    }
+    int status = 0;
+    const pid_t done = ::waitpid(-1, &status, 0);
+    if (done < 0) {
+      if (errno == EINTR) continue;
+      ADD_FAILURE() << "waitpid failed: " << std::strerror(errno);
+      return tally;
+    }
+    const auto found = running.find(done);
+    if (found == running.end()) continue;
+    const Outcome outcome = outcome_of(status);
+    ++tally.by_outcome[outcome];
+    if (outcome == Outcome::dead) {
+      const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      tally.deaths.push_back(mutants[found->second].what + ": " +
+                             (signal == SIGALRM ? std::string("no answer in ") + std::to_string(child_seconds) + " s"
+                                                : std::string(strsignal(signal))));
+    }
+    running.erase(found);
+  }
+  tally.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return tally;
+}
+
+class HostileMutation : public ::testing::TestWithParam<Campaign> {};
+
+TEST_P(HostileMutation, NoDamagedInputKillsTheLinker) {
+  const Campaign& campaign = GetParam();
+  const Tally tally = run_campaign(campaign);
+  const auto count = [&](Outcome outcome) {
+    const auto found = tally.by_outcome.find(outcome);
+    return found == tally.by_outcome.end() ? std::size_t{0} : found->second;
+  };
+  std::cout << std::fixed << std::setprecision(1) << "[ campaign ] " << campaign.label << ": "
+            << tally.mutants << " mutants, refused by cujit " << count(Outcome::format_error)
+            << ", refused by nvJitLink " << count(Outcome::link_error) << ", other errors "
+            << count(Outcome::other_error) << ", linked " << count(Outcome::linked) << ", DEAD "
+            << count(Outcome::dead) << " (" << tally.seconds << " s)" << std::endl;
+  EXPECT_EQ(count(Outcome::format_error) + count(Outcome::link_error) + count(Outcome::other_error) +
+                count(Outcome::linked) + count(Outcome::dead),
+            tally.mutants);
+  // Mutants that change nothing nvJitLink reads still link: the campaign is not all refusals.
+  EXPECT_GT(count(Outcome::format_error), 0u);
+  for (const std::string& death : tally.deaths) ADD_FAILURE() << "a child died on " << death;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, HostileMutation,
+    ::testing::Values(Campaign{"cubin", "scale_kernel.cubin", Format::cubin, false, 1500},
+                      Campaign{"fatbin_sass", "scale_kernel_sass.fatbin", Format::fatbin, false, 1500},
+                      Campaign{"fatbin_ptx", "scale_kernel_ptx.fatbin", Format::fatbin, false, 800},
+                      Campaign{"object", "scale_kernel.o", Format::object, false, 1500},
+                      Campaign{"archive", "scale_kernel.a", Format::archive, false, 1500},
+                      Campaign{"ltoir", "scale_kernel.ltoir", Format::ltoir, true, 400},
+                      Campaign{"cubin_with_calls", "mixed_kernel.cubin", Format::cubin, false, 1000,
+                               {"dev_add.cubin", "dev_mul.cubin"}},
+                      Campaign{"fatbin_with_calls", "mixed_kernel_sass.fatbin", Format::fatbin, false,
+                               1000, {"dev_add.cubin", "dev_mul.cubin"}}),
+    [](const auto& cell) { return cell.param.label; });
+
+}  // namespace
+}  // namespace cujit
