@@ -17,7 +17,7 @@ step() { echo "== cujit reliability: $*"; }
 step "AddressSanitizer + UBSan: CPU tests"
 if cmake --preset asan > "$out/asan-configure.log" 2>&1 &&
    cmake --build --preset asan -j"$jobs" > "$out/asan-build.log" 2>&1; then
-  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/ci/lsan.supp ctest --preset asan -j"$jobs" > "$out/asan-tests.log" 2>&1 || status=1
+  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/ci/lsan.supp:print_suppressions=0 ctest --preset asan -j"$jobs" > "$out/asan-tests.log" 2>&1 || status=1
   grep -E "tests passed|tests failed" "$out/asan-tests.log"
 else
   echo "asan build failed: $out/asan-build.log"; tail -20 "$out/asan-build.log"; status=1

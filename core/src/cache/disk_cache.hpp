@@ -122,7 +122,7 @@ class DiskCache {
   std::chrono::seconds protect_recent_;
   std::function<int(std::string_view)> fault_;
   // Threads of this process take turns before taking the directory's lock.
-  std::unique_ptr<std::timed_mutex> writers_ = std::make_unique<std::timed_mutex>();
+  std::unique_ptr<std::mutex> writers_ = std::make_unique<std::mutex>();
 };
 
 }  // namespace cujit::detail
