@@ -394,7 +394,7 @@ INSTANTIATE_TEST_SUITE_P(
         Damage{"fatbin_padded_size_short", "scale_kernel_sass.fatbin", fatbin_padded_size_short,
                "padded bytes"},
         Damage{"fatbin_body_past_end", "scale_kernel_ptx.fatbin", fatbin_body_past_end, "truncated"},
-        Damage{"fatbin_sass_as_ptx", "scale_kernel_sass.fatbin", fatbin_sass_as_ptx, "PTX with NUL"},
+        Damage{"fatbin_sass_as_ptx", "scale_kernel_sass.fatbin", fatbin_sass_as_ptx, "no compile options"},
         Damage{"fatbin_compressed_twice", "scale_kernel_sass.fatbin", fatbin_compressed_twice,
                "compressed twice"},
         Damage{"fatbin_payload_damaged", "scale_kernel_sass.fatbin", fatbin_payload_damaged, "ELF entry"},
