@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> all_areas = {"format", "program", "linking", "module", "nrt", "abi",
-                                            "graph", "cache", "scenarios", "reliability", "cli"};
+                                            "graph", "cache", "scenarios", "reliability", "mutation", "cli"};
 
 enum class Result { passed, failed, skipped };
 
