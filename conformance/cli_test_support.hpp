@@ -148,7 +148,7 @@ inline fs::path make_fake_build(const fs::path& root, const std::vector<std::str
 
 inline const std::vector<std::string>& every_area() {
   static const std::vector<std::string> areas{"format", "program", "linking", "module", "nrt", "abi",
-                                              "graph", "cache", "scenarios", "reliability", "cli"};
+                                              "graph", "cache", "scenarios", "reliability", "mutation", "cli"};
   return areas;
 }
 
