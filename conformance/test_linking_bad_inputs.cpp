@@ -178,7 +178,8 @@ TEST(HostileStderr, ConcurrentLinksClaimOnlyTheirOwnErrors) {
   StderrToFile redirect(dir.path() / "stderr.txt");
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  // Enough sessions that tags 1 and 1x overlap in time (a tag once was a prefix of another).
+  for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 5; ++i) {
         const bool duplicate = (t + i) % 2 == 0;

@@ -188,7 +188,8 @@ class Tap {
 
 std::string unique_stderr_tag() {
   static std::atomic<std::uint64_t> next{0};
-  return std::string(tag_prefix) + std::to_string(next.fetch_add(1));
+  // Closed by a second "#": "#cujit-link-1#" is no prefix of "#cujit-link-12#".
+  return std::string(tag_prefix) + std::to_string(next.fetch_add(1)) + "#";
 }
 
 std::string without_tag(std::string text, const std::string& tag) {

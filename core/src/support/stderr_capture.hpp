@@ -39,7 +39,7 @@ class StderrCapture {
   std::string claimed_;
 };
 
-// A tag unique in this process ("#cujit-link-17").
+// A tag unique in this process ("#cujit-link-17#"); no tag is a prefix of another.
 std::string unique_stderr_tag();
 
 // `text` with every occurrence of `tag` removed.
