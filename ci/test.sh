@@ -34,5 +34,5 @@ fi
 
 skipped=$(grep -c '(Skipped)' "$log" || true)
 gpu_total=$(ctest --test-dir build/default -N -L gpu | sed -n 's/^Total Tests: //p')
-echo "cujit: GPU tests skipped on this machine: ${skipped} of ${gpu_total} (label gpu)"
+echo "cujit: tests skipped on this machine: ${skipped} (${gpu_total} tests carry the label gpu; each skip names its reason in ${log})"
 exit "$status"
