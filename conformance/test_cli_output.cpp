@@ -64,24 +64,24 @@ TEST_F(HostileCliOutput, ConformanceSummaryOnDevFullIsExit2) {
   expect_named_write_failure(run_cujit(s), "/dev/full");
 }
 
-TEST_F(HostileCliOutput, MarkdownOnDevFullIsExit2NamingIt) {
-  fs::copy_file(test::cli::source_path("reports/tests/golden/base.json"), dir_.path() / "base.json");
+// `cujit compare base.json base.json --markdown <markdown>` in the test's directory.
+test::cli::Run compare_writing_markdown_to(const fs::path& dir, const std::string& markdown) {
+  fs::copy_file(test::cli::source_path("reports/tests/golden/base.json"), dir / "base.json");
   Spec s;
-  s.args = {"compare", "base.json", "base.json", "--markdown", "/dev/full"};
-  s.cwd = dir_.path();
+  s.args = {"compare", "base.json", "base.json", "--markdown", markdown};
+  s.cwd = dir;
   s.unset = {"CUJIT_PYTHON"};
-  const auto run = run_cujit(s);
+  return run_cujit(s);
+}
+
+TEST_F(HostileCliOutput, MarkdownOnDevFullIsExit2NamingIt) {
+  const auto run = compare_writing_markdown_to(dir_.path(), "/dev/full");
   expect_named_write_failure(run, "'/dev/full'");
   EXPECT_NE(run.err.find("--markdown"), std::string::npos) << run.all();
 }
 
 TEST_F(HostileCliOutput, MarkdownInADirectoryThatDoesNotExistIsExit2NotARegression) {
-  fs::copy_file(test::cli::source_path("reports/tests/golden/base.json"), dir_.path() / "base.json");
-  Spec s;
-  s.args = {"compare", "base.json", "base.json", "--markdown", "no/such/dir/table.md"};
-  s.cwd = dir_.path();
-  s.unset = {"CUJIT_PYTHON"};
-  const auto run = run_cujit(s);
+  const auto run = compare_writing_markdown_to(dir_.path(), "no/such/dir/table.md");
   EXPECT_EQ(run.exit_code, 2) << run.all();
   EXPECT_NE(run.err.find("no/such/dir/table.md"), std::string::npos) << run.all();
 }
