@@ -14,11 +14,26 @@ status=0
 
 step() { echo "== cujit reliability: $*"; }
 
+# CI keeps only this script's output, so a failing test is named here with the end of its
+# output (sanitizer report included), not left in a log nobody will see.
+summarize() {
+  local log=$1
+  grep -E "tests passed|tests failed" "$log"
+  if grep -q "tests failed" "$log"; then
+    sed -n '/The following tests FAILED/,$p' "$log"
+    grep -E "^[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Exception|Timeout|SEGFAULT|Not Run)" "$log" |
+      sed -E 's/^[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+).*/\1/' | while read -r name; do
+        echo "---- output of $name (last 80 lines)"
+        awk -v name="$name" '$0 ~ "Test +#[0-9]+: " name " " {on=1; next} on && / Test +#[0-9]+: / {on=0} on' "$log" | tail -80
+      done
+  fi
+}
+
 step "AddressSanitizer + UBSan: CPU tests"
 if cmake --preset asan > "$out/asan-configure.log" 2>&1 &&
    cmake --build --preset asan -j"$jobs" > "$out/asan-build.log" 2>&1; then
   ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/ci/lsan.supp:print_suppressions=0 ctest --preset asan -j"$jobs" > "$out/asan-tests.log" 2>&1 || status=1
-  grep -E "tests passed|tests failed" "$out/asan-tests.log"
+  summarize "$out/asan-tests.log"
 else
   echo "asan build failed: $out/asan-build.log"; tail -20 "$out/asan-build.log"; status=1
 fi
@@ -27,7 +42,7 @@ step "ThreadSanitizer: the cache, NRT and graphs"
 if cmake --preset tsan > "$out/tsan-configure.log" 2>&1 &&
    cmake --build --preset tsan -j"$jobs" --target conformance_cache conformance_reliability conformance_nrt conformance_graph > "$out/tsan-build.log" 2>&1; then
   ctest --preset tsan -j"$jobs" > "$out/tsan-tests.log" 2>&1 || status=1
-  grep -E "tests passed|tests failed" "$out/tsan-tests.log"
+  summarize "$out/tsan-tests.log"
 else
   echo "tsan build failed: $out/tsan-build.log"; tail -20 "$out/tsan-build.log"; status=1
 fi
