@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Tracks key figures over runs.
+"""Tracks key figures over runs, per device.
 
-  history.py append HISTORY.jsonl RUN.json...   add one line: commit, date, device, driver,
-                                                toolkit, and the median of every benchmark
-  history.py plot HISTORY.jsonl --out DIR       trend plots of the key figures
+  history.py append HISTORY.jsonl RUN.json...   add one line per vendor-cache state of the
+                                                runs: commit, date, device, driver, toolkit,
+                                                mode, state, and every benchmark's median
+                                                with its noise and every paired ratio with
+                                                its interval; runs of two devices are refused
+  history.py plot HISTORY.jsonl --out DIR       trend plots of the key figures: one plot per
+                                                figure and device (DIR/<device>/), one series
+                                                per mode and vendor-cache state
 """
 import argparse
 import json
@@ -14,26 +19,53 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cujit_reports import bench_json  # noqa: E402
+from cujit_reports import bench_json, figures  # noqa: E402
 
 KEY_FIGURES = ["cujit/e2e_cubin/tiny", "cujit/nvrtc/tiny/ptx", "cujit/reduce_build/cold",
                "cujit/reduce_build/memory_hit", "cujit/reduce_build/disk_hit_new_process",
                "cujit/graph_chain/empty/1000", "cujit/stream_chain/empty/1000",
-               "cujit/reduce_into/int32_sum/268435456"]
+               "cujit/reduce_into/int32_sum/268435456", "first_result/cujit/whole_process"]
+# Paired ratios (cujit / floor) tracked with their intervals.
+KEY_RATIOS = ["pair/e2e_cubin/tiny", "pair/nvrtc/tiny/ptx", "pair/e2e_launchable/tiny",
+              "pair/first_result/cujit/whole_process"]
 
 
-def entry(runs):
-    context = runs[0].context
-    return {"commit": context.get("cujit_git_commit"), "date": context.get("date"),
-            "device": context.get("device"), "driver": context.get("driver_version"),
-            "driver_release": context.get("driver_release"), "mode": context.get("cujit_mode"),
-            "nvrtc": context.get("nvrtc_version"), "nvjitlink": context.get("nvjitlink_version"),
-            "medians": {name: b.median for name, b in bench_json.merge(runs).items() if b.median}}
+def _ratios(data):
+    out = {}
+    for name, b in data.items():
+        if name.startswith("pair/"):
+            p = figures.pair(b)
+            if p.error is None and p.skipped is None and p.ratio is not None:
+                out[name] = [p.ratio, p.low, p.high]
+    return out
+
+
+def entries(runs):
+    """One history line per vendor-cache state of `runs`, all of one device (SchemaError
+    otherwise). Peer runs, which record no state, form the line of state None."""
+    device = figures.device_of(runs)
+    lines = []
+    for state in figures.STATES:
+        group = [run for run in runs if figures.state_of(run) == state]
+        if not group:
+            continue
+        cujit = [run for run in group if not figures.is_peer(run)] or group
+        context = cujit[0].context
+        data = bench_json.merge(group)
+        lines.append({"commit": context.get("cujit_git_commit"), "date": context.get("date"), "device": device,
+                      "driver": context.get("driver_version"), "driver_release": context.get("driver_release"),
+                      "mode": context.get("cujit_mode"), "vendor_cache": state,
+                      "nvrtc": context.get("nvrtc_version"), "nvjitlink": context.get("nvjitlink_version"),
+                      "medians": {name: b.median for name, b in data.items() if b.median},
+                      "noise": {name: f.noise for name, f in ((n, figures.figure(b)) for n, b in data.items())
+                                if f.noise is not None and f.median},
+                      "ratios": _ratios(data)})
+    return lines
 
 
 def append(history, files):
     runs = [bench_json.load(f) for f in files]
-    line = json.dumps(entry(runs), sort_keys=True) + "\n"
+    text = "".join(json.dumps(line, sort_keys=True) + "\n" for line in entries(runs))
     # Without blocking (a FIFO with no reader fails at once) and only to a regular file.
     try:
         fd = os.open(history, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -42,7 +74,7 @@ def append(history, files):
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         if not stat.S_ISREG(os.fstat(out.fileno()).st_mode):
             raise bench_json.SchemaError(f"{history}: is not a regular file")
-        out.write(line)
+        out.write(text)
 
 
 def _check_line(history, number, line):
@@ -55,10 +87,28 @@ def _check_line(history, number, line):
     medians = line.get("medians", {})
     if not isinstance(medians, dict):
         raise bench_json.SchemaError(f"{where}: medians must be an object")
-    for name, value in medians.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise bench_json.SchemaError(f"{where}: medians.{name} must be a finite number >= 0, not {value!r}")
+    for key in ("device", "mode", "vendor_cache"):
+        if line.get(key) is not None and not isinstance(line[key], str):
+            raise bench_json.SchemaError(f"{where}: {key} must be a string, not {line[key]!r}")
+    for field in ("medians", "noise"):
+        values = line.get(field, {})
+        if not isinstance(values, dict):
+            raise bench_json.SchemaError(f"{where}: {field} must be an object")
+        for name, value in values.items():
+            if not _finite(value):
+                raise bench_json.SchemaError(f"{where}: {field}.{name} must be a finite number >= 0, not {value!r}")
+    ratios = line.get("ratios", {})
+    if not isinstance(ratios, dict):
+        raise bench_json.SchemaError(f"{where}: ratios must be an object")
+    for name, value in ratios.items():
+        if (not isinstance(value, list) or len(value) != 3 or not _finite(value[0])
+                or not all(v is None or _finite(v) for v in value[1:])):
+            raise bench_json.SchemaError(f"{where}: ratios.{name} must be [ratio, low, high], not {value!r}")
     return line
+
+
+def _finite(value):
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
 
 
 def read(history):
@@ -71,28 +121,68 @@ def read(history):
     return lines
 
 
+def series(lines, name):
+    """{device: {(mode, vendor-cache state): [(line index, value, error below, error above)]}}
+    for a median (errors from its recorded noise, None when none) or a paired ratio (its
+    interval): a device's points never join another device's."""
+    out = {}
+    for index, line in enumerate(lines):
+        if name.startswith("pair/"):
+            if name not in line.get("ratios", {}):
+                continue
+            ratio, low, high = line["ratios"][name]
+            point = (index, ratio, None if low is None else ratio - low, None if high is None else high - ratio)
+        else:
+            if name not in line.get("medians", {}):
+                continue
+            median, noise = line["medians"][name], line.get("noise", {}).get(name)
+            spread = None if noise is None else noise * median
+            point = (index, median, spread, spread)
+        key = (line.get("mode") or "mode not recorded", figures.state_label(line.get("vendor_cache"))
+               if line.get("vendor_cache") in figures.STATES else line.get("vendor_cache"))
+        out.setdefault(line.get("device") or "device not recorded", {}).setdefault(key, []).append(point)
+    return out
+
+
+def _slug(text):
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
 def plot(history, out_dir):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     lines = read(history)
-    os.makedirs(out_dir, exist_ok=True)
     written = []
-    for name in KEY_FIGURES:
-        points = [(i, line["medians"][name]) for i, line in enumerate(lines) if name in line.get("medians", {})]
-        if not points:
-            continue
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        ax.plot([i for i, _ in points], [v * 1e3 for _, v in points], marker="o")
-        ax.set_xticks([i for i, _ in points])
-        ax.set_xticklabels([(lines[i].get("commit") or "?")[:8] for i, _ in points], rotation=45, fontsize=7)
-        ax.set_ylabel("ms (median)")
-        ax.set_title(name)
-        fig.tight_layout()
-        path = os.path.join(out_dir, name.replace("/", "_") + ".png")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+    for name in KEY_FIGURES + KEY_RATIOS:
+        ratio = name.startswith("pair/")
+        for device, by_key in sorted(series(lines, name).items()):
+            fig, ax = plt.subplots(figsize=(7, 3.8))
+            indices = sorted({p[0] for points in by_key.values() for p in points})
+            bare = False
+            for (mode, state), points in sorted(by_key.items()):
+                scale = 1 if ratio else 1e3
+                below = [(p[2] or 0) * scale for p in points]
+                above = [(p[3] or 0) * scale for p in points]
+                line = ax.errorbar([p[0] for p in points], [p[1] * scale for p in points], yerr=[below, above],
+                                   marker="o", capsize=2, label=f"{mode} mode, {state}")
+                missing = [p for p in points if p[2] is None]
+                if missing:
+                    bare = True
+                    ax.plot([p[0] for p in missing], [p[1] * scale for p in missing], "x", markersize=10,
+                            color=line[0].get_color())
+            ax.set_xticks(indices)
+            ax.set_xticklabels([(lines[i].get("commit") or "?")[:8] for i in indices], rotation=45, fontsize=7)
+            ax.set_ylabel("cujit / floor (bars: 95% interval)" if ratio else "ms (median; bars: stddev)")
+            ax.set_title(f"{name}\n{device}" + ("; x: no noise recorded" if bare else ""), fontsize=9)
+            ax.legend(fontsize=7)
+            fig.tight_layout()
+            directory = os.path.join(out_dir, _slug(device))
+            os.makedirs(directory, exist_ok=True)
+            path = os.path.join(directory, name.replace("/", "_") + ".png")
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            written.append(path)
     return written
 
 

@@ -1,87 +1,50 @@
 #!/usr/bin/env python3
-"""HTML report with PNG plots from cujit benchmark JSON (and peer JSON).
+"""Report from cujit benchmark JSON (and peer JSON): markdown tables, HTML with PNG plots.
 
-Plots, each drawn when its data is there: cold vs cached vs floor per scenario (log scale,
-noise bars), stream vs graph per-kernel cost vs N, reduce throughput vs n against the AOT
-floor and copy bandwidth, cujit next to numba-cuda and cuda.core. A table of key figures
-and cujit / raw ratios. Usage: report.py --out DIR FILE.json...
+Tables (cujit_reports/tables.py): per scenario, each figure in each vendor-cache state
+(context.vendor_cache: cold, vendor-cache-warm) with its noise, cujit / floor as the paired
+ratio with its 95% interval, the cached figures; exec to first result for the five programs.
+Plots, one set per vendor-cache state, each titled with the device, the mode and the state,
+every point with its noise: cold vs cached vs floor per scenario, stream vs graph per-kernel
+cost vs N, reduce throughput vs working set with the sizes that fit in L2 marked, cujit next
+to numba-cuda and cuda.core.
+
+Usage: report.py [--out DIR] [--markdown FILE|-] FILE.json...
 """
 import argparse
 import html
+import math
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cujit_reports import bench_json  # noqa: E402
+from cujit_reports import bench_json, figures, tables  # noqa: E402
 
-SCENARIOS = ("tiny", "external_cu", "ltoir_operator", "nrt")
-
-
-def _fmt(seconds):
-    if seconds is None:
-        return "-"
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+SCENARIOS = tables.JIT_SCENARIOS
+NO_NOISE = "hatched / x: no noise estimate (one sample)"
 
 
-def _noise(b):
-    return (b.stddev or 0.0) if b else 0.0
+def _side(data, name, which="cujit"):
+    """The Figure of a benchmark, else of the matching side of its pair/ entry."""
+    own = figures.figure(data.get(name))
+    if own is not None:
+        return own
+    key = name.split("/", 1)[1]
+    p = figures.pair(data.get("pair/" + key))
+    return p.side(which) if p is not None else None
 
 
-# Floors whose names do not mirror cujit's (cujit/X pairs with raw/X otherwise).
-FLOOR_PREFIXES = {"cujit/reduce_into/int32_sum": "aot/cub_device_reduce/int32_sum"}
+def _usable(fig):
+    return fig is not None and fig.error is None and fig.skipped is None and fig.median
 
 
-def floor_of(name, data):
-    for prefix, floor in FLOOR_PREFIXES.items():
-        if name.startswith(prefix):
-            return data.get(floor + name[len(prefix):])
-    return data.get("raw/" + name[len("cujit/"):])
-
-
-# Cached figures and the cold build they save.
-COLD_OF = [(re.compile(r"cujit/reduce_build/(memory_hit|disk_hit|disk_hit_new_process|pch_warm)$"),
-            lambda m: "cujit/reduce_build/cold"),
-           (re.compile(r"cujit/kernel_link/(\w+)/memory_hit$"), lambda m: f"cujit/e2e_cubin/{m.group(1)}"),
-           (re.compile(r"cujit/kernel_build/(\w+)/disk_hit_new_process$"),
-            lambda m: f"cujit/e2e_launchable/{m.group(1)}")]
-
-
-def cold_of(name, data):
-    for pattern, cold in COLD_OF:
-        match = pattern.match(name)
-        if match:
-            return data.get(cold(match))
-    return None
-
-
-def key_figures(data):
-    """Rows: cujit's median and noise, its floor and the ratio, and for cached figures the
-    cold build and the ratio to it."""
-    rows = []
-    for name in sorted(data):
-        if not name.startswith("cujit/"):
-            continue
-        b = data[name]
-        if b.median is None:
-            continue
-        raw = floor_of(name, data)
-        ratio = f"{b.median / raw.median:.3f}" if raw and raw.median else ""
-        cold = cold_of(name, data)
-        vs_cold = f"{b.median / cold.median:.3g}" if cold and cold.median else ""
-        rows.append((name, _fmt(b.median), f"{b.cv:.1%}" if b.cv is not None else "-",
-                     _fmt(raw.median) if raw else "-", ratio, vs_cold))
-    return rows
-
-
-def _save(fig, ax, title, out_dir, name, plt):
-    """Titles, lays out and writes one figure; returns its path."""
-    ax.set_title(title)
-    ax.legend(fontsize=8)
+def _save(fig, ax, title, caption, out_dir, name, plt, notes=()):
+    """Titles (the caption names device, mode and vendor-cache state), lays out and writes one
+    figure; returns its path."""
+    ax.set_title(title + "\n" + "; ".join((caption,) + tuple(notes)), fontsize=9)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     path = os.path.join(out_dir, name)
     fig.savefig(path, dpi=110)
@@ -89,85 +52,143 @@ def _save(fig, ax, title, out_dir, name, plt):
     return path
 
 
-def plot_cold_vs_cached(data, out_dir, plt):
-    series = [("cold (cujit)", "cujit/e2e_cubin/{}"), ("cold (raw floor)", "raw/e2e_cubin/{}"),
-              ("first call, new process", "cujit/first_call_new_process/{}"),
-              ("memory hit", "cujit/kernel_link/{}/memory_hit"),
-              ("disk hit, new process", "cujit/kernel_build/{}/disk_hit_new_process")]
-    present = [s for s in SCENARIOS if any(data.get(p.format(s)) for _, p in series)]
+def plot_cold_vs_cached(data, out_dir, plt, caption, suffix):
+    series = [("cujit, cold build", "cujit/e2e_cubin/{}", "cujit"),
+              ("raw floor", "raw/e2e_cubin/{}", "floor"),
+              ("first call, new process", "cujit/first_call_new_process/{}", "cujit"),
+              ("memory hit (cujit cache)", "cujit/kernel_link/{}/memory_hit", "cujit"),
+              ("disk hit, new process (cujit cache)", "cujit/kernel_build/{}/disk_hit_new_process", "cujit")]
+    present = [s for s in SCENARIOS if any(_usable(_side(data, p.format(s), w)) for _, p, w in series)]
     if not present:
         return None
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.8))
     width = 0.8 / len(series)
-    for i, (label, pattern) in enumerate(series):
+    unmeasured = False
+    for i, (label, pattern, which) in enumerate(series):
         xs, ys, errs = [], [], []
         for j, scenario in enumerate(present):
-            b = data.get(pattern.format(scenario))
-            if b and b.median:
+            f = _side(data, pattern.format(scenario), which)
+            if _usable(f):
                 xs.append(j + i * width)
-                ys.append(b.median * 1e3)
-                errs.append(_noise(b) * 1e3)
+                ys.append(f.median * 1e3)
+                errs.append(f.spread * 1e3 if f.spread is not None else None)
         if xs:
-            ax.bar(xs, ys, width, yerr=errs, label=label, capsize=2)
+            bars = ax.bar(xs, ys, width, yerr=[e or 0 for e in errs], label=label, capsize=2)
+            for bar, err in zip(bars, errs):
+                if err is None:
+                    bar.set_hatch("//")
+                    unmeasured = True
     ax.set_yscale("log")
-    ax.set_ylabel("ms (median, bars: stddev)")
+    ax.set_ylabel("ms (median; bars: stddev or 95% CI)")
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(present))])
     ax.set_xticklabels(present)
-    return _save(fig, ax, "Source to kernel: cold, cached, raw floor", out_dir, "cold_vs_cached.png", plt)
+    return _save(fig, ax, "Source to kernel: cold, cached, raw floor", caption, out_dir,
+                 f"cold_vs_cached-{suffix}.png", plt, (NO_NOISE,) if unmeasured else ())
 
 
 def _by_n(data, prefix):
     points = []
     for name, b in data.items():
         match = re.fullmatch(re.escape(prefix) + r"/(\d+)", name)
-        if match and b.median:
-            points.append((int(match.group(1)), b))
+        if match and _usable(figures.figure(b)):
+            points.append((int(match.group(1)), name, b))
     return sorted(points, key=lambda p: p[0])
 
 
-def _series_figure(data, series, plt):
-    """(fig, ax, [(label, points by n)]) for (label, name prefix) series, or None when none
-    of them has data."""
-    lines = [(label, _by_n(data, prefix)) for label, prefix in series]
-    if not any(points for _, points in lines):
-        return None
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    return fig, ax, [(label, points) for label, points in lines if points]
+def _errorbar(ax, xs, ys, errs, label):
+    """A line with error bars; points without a noise estimate drawn as x. True when any."""
+    line = ax.errorbar(xs, ys, yerr=[e or 0 for e in errs], marker="o", label=label, capsize=2)
+    bare = [(x, y) for x, y, e in zip(xs, ys, errs) if e is None]
+    if bare:
+        ax.plot([x for x, _ in bare], [y for _, y in bare], "x", color=line[0].get_color(), markersize=10)
+    return bool(bare)
 
 
-def plot_launch(data, out_dir, plt):
+def plot_launch(data, out_dir, plt, caption, suffix):
     series = [("stream, cujit", "cujit/stream_chain/empty"), ("graph, cujit", "cujit/graph_chain/empty"),
               ("stream, raw cuLaunchKernel", "raw/stream_chain/empty"),
               ("graph, raw cuGraphLaunch", "raw/graph_chain/empty")]
-    figure = _series_figure(data, series, plt)
-    if figure is None:
+    lines = [(label, _by_n(data, prefix)) for label, prefix in series]
+    if not any(points for _, points in lines):
         return None
-    fig, ax, lines = figure
+    fig, ax = plt.subplots(figsize=(7, 4.8))
+    unmeasured = False
     for label, points in lines:
-        ax.errorbar([n for n, _ in points], [b.median / n * 1e6 for n, b in points],
-                    yerr=[_noise(b) / n * 1e6 for n, b in points], marker="o", label=label, capsize=2)
+        if points:
+            figs = [(n, figures.figure(b)) for n, _, b in points]
+            unmeasured |= _errorbar(ax, [n for n, _ in figs], [f.median / n * 1e6 for n, f in figs],
+                                    [f.spread / n * 1e6 if f.spread is not None else None for n, f in figs], label)
     ax.set_xscale("log")
     ax.set_xlabel("kernels in the chain (N)")
-    ax.set_ylabel("us per kernel (launch + sync / N)")
-    return _save(fig, ax, "Stream launches vs one graph launch (empty kernels)", out_dir, "launch_per_kernel.png", plt)
+    ax.set_ylabel("us per kernel (launch + sync / N; bars: stddev)")
+    return _save(fig, ax, "Stream launches vs one graph launch (empty kernels)", caption, out_dir,
+                 f"launch_per_kernel-{suffix}.png", plt, (NO_NOISE,) if unmeasured else ())
 
 
-def plot_reduce(data, out_dir, plt):
-    series = [("cujit reduce_into", "cujit/reduce_into/int32_sum"),
-              ("CUB DeviceReduce (nvcc, AOT)", "aot/cub_device_reduce/int32_sum"),
-              ("copy bandwidth (read + write)", "raw/copy_bandwidth/int32")]
-    figure = _series_figure(data, series, plt)
-    if figure is None:
-        return None
-    fig, ax, lines = figure
-    for label, points in lines:
-        factor = 2 if "copy" in label else 1  # bytes read and written
-        ax.plot([n for n, _ in points], [factor * n * 4 / b.median / 1e9 for n, b in points],
-                marker="o", label=label)
+REDUCE_SERIES = [("cujit reduce_into", "cujit/reduce_into/int32_sum"),
+                 ("CUB DeviceReduce (nvcc, AOT)", "aot/cub_device_reduce/int32_sum"),
+                 ("copy bandwidth (read + write)", "raw/copy_bandwidth/int32")]
+
+
+def bandwidth(b, name):
+    """(working set bytes, GB/s median, GB/s error or None) of a reduce / copy benchmark: its
+    per-repetition GB_per_s counter when recorded, else its bytes over its median time."""
+    size = figures.working_set(b, name)
+    rates = b.counters.get("GB_per_s", [])
+    if rates:
+        ordered = sorted(rates)
+        middle = ordered[len(ordered) // 2]
+        if len(rates) < 2:
+            return size, middle, None
+        mean = sum(rates) / len(rates)
+        return size, middle, math.sqrt(sum((r - mean) ** 2 for r in rates) / (len(rates) - 1))
+    f = figures.figure(b)
+    spread = size / 1e9 * f.spread / f.median ** 2 if f.spread is not None else None
+    return size, size / f.median / 1e9, spread
+
+
+def reduce_points(data):
+    """[(label, [(working set bytes, GB/s, error)])] for the series with data."""
+    out = []
+    for label, prefix in REDUCE_SERIES:
+        points = [bandwidth(b, name) for _, name, b in _by_n(data, prefix)]
+        if points:
+            out.append((label, sorted(points)))
+    return out
+
+
+def fits_in_l2(points, l2):
+    """The working sets (bytes) of the plotted sizes that fit in an L2 of `l2` bytes."""
+    if l2 is None:
+        return []
+    return sorted({size for _, series in points for size, _, _ in series if size <= l2})
+
+
+def plot_reduce(data, out_dir, plt, caption, suffix, l2, l2_source):
+    """(path, working sets marked as fitting in L2) or (None, [])."""
+    points = reduce_points(data)
+    if not points:
+        return None, []
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    unmeasured = False
+    for label, series in points:
+        unmeasured |= _errorbar(ax, [s / figures.MIB for s, _, _ in series], [g for _, g, _ in series],
+                                [e for _, _, e in series], label)
+    marked = fits_in_l2(points, l2)
+    notes = [NO_NOISE] if unmeasured else []
+    if l2 is not None:
+        smallest = min(s for _, series in points for s, _, _ in series) / figures.MIB
+        ax.axvspan(min(smallest, l2 / figures.MIB) / 2, l2 / figures.MIB, color="tab:green", alpha=0.12,
+                   label="fits in L2 (figures above HBM bandwidth are cache hits)")
+        notes.append(f"L2 {l2 / figures.MIB:.3g} MiB from {l2_source}")
+    else:
+        notes.append(f"{l2_source}: sizes that fit in L2 are not marked")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("int32 items (n)")
-    ax.set_ylabel("GB/s")
-    return _save(fig, ax, "reduce_into throughput vs n", out_dir, "reduce_throughput.png", plt)
+    ax.set_xlabel("working set, MiB (bytes the benchmark reads and writes)")
+    ax.set_ylabel("GB/s (median; bars: stddev)")
+    path = _save(fig, ax, "reduce_into throughput vs working set", caption, out_dir,
+                 f"reduce_throughput-{suffix}.png", plt, notes)
+    return path, marked
 
 
 PEER_PAIRS = [
@@ -181,55 +202,71 @@ PEER_PAIRS = [
 ]
 
 
-def plot_peers(data, out_dir, plt):
-    rows = [(label, data.get(ours), data.get(theirs)) for label, ours, theirs in PEER_PAIRS
-            if data.get(ours) and data.get(theirs) and data[ours].median and data[theirs].median]
+def plot_peers(data, peers, out_dir, plt, caption, suffix):
+    rows = [(label, _side(data, ours), figures.figure(peers.get(theirs))) for label, ours, theirs in PEER_PAIRS]
+    rows = [r for r in rows if _usable(r[1]) and _usable(r[2])]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(8, 4.8))
     ys = range(len(rows))
-    ax.barh([y + 0.2 for y in ys], [r[1].median * 1e3 for r in rows], 0.4, label="cujit")
-    ax.barh([y - 0.2 for y in ys], [r[2].median * 1e3 for r in rows], 0.4, label="peer")
+    unmeasured = False
+    for offset, index, label in ((0.2, 1, "cujit"), (-0.2, 2, "peer (vendor cache not recorded)")):
+        errs = [r[index].spread for r in rows]
+        bars = ax.barh([y + offset for y in ys], [r[index].median * 1e3 for r in rows], 0.4,
+                       xerr=[(e or 0) * 1e3 for e in errs], label=label, capsize=2)
+        for bar, err in zip(bars, errs):
+            if err is None:
+                bar.set_hatch("//")
+                unmeasured = True
     ax.set_yticks(list(ys))
     ax.set_yticklabels([r[0] for r in rows], fontsize=8)
     ax.set_xscale("log")
-    ax.set_xlabel("ms (median)")
-    return _save(fig, ax, "cujit next to numba-cuda and cuda.core", out_dir, "peers.png", plt)
+    ax.set_xlabel("ms (median; bars: stddev or 95% CI)")
+    return _save(fig, ax, "cujit next to numba-cuda and cuda.core", caption, out_dir, f"peers-{suffix}.png",
+                 plt, (NO_NOISE,) if unmeasured else ())
 
 
-def _run_line(run):
-    c = run.context
-    return (f"{os.path.basename(run.path)}: {run.label}; device {c.get('device', '?')}, "
-            f"driver {c.get('driver_release', '?')} (CUDA {c.get('driver_version', '?')}), "
-            f"NVRTC {c.get('nvrtc_version', '?')}, nvJitLink {c.get('nvjitlink_version', '?')}, "
-            f"{c.get('cujit_mode', '?')} mode, {c.get('vendor_cache', '?')}, "
-            f"CPU {c.get('host_cpu_model', '?')} (load {c.get('host_load_avg', '?')}), "
-            f"commit {c.get('cujit_git_commit', '?')} ({c.get('cujit_git_tree', '?')} tree), {c.get('date', '')}")
+def plots(runs, out_dir, plt):
+    """[(title, path or None)], one set per vendor-cache state, and the L2 marking per state."""
+    device, mode = figures.device_of(runs), figures.modes_of(runs)
+    l2, l2_source = tables.l2_of(runs)
+    peers = figures.peers_of(runs)
+    drawn, marked = [], {}
+    for state in figures.by_state(runs):
+        caption = f"{device}, {mode} mode, {state.label}"
+        suffix = state.state or "unrecorded"
+        reduce_path, marked[state.state] = plot_reduce(state.data, out_dir, plt, caption, suffix, l2, l2_source)
+        drawn += [(f"Cold vs cached vs floor: {caption}", plot_cold_vs_cached(state.data, out_dir, plt, caption, suffix)),
+                  (f"Stream vs graph launch: {caption}", plot_launch(state.data, out_dir, plt, caption, suffix)),
+                  (f"reduce_into throughput: {caption}", reduce_path),
+                  (f"Peers: {caption}", plot_peers(state.data, peers, out_dir, plt, caption, suffix))]
+    return drawn, marked
 
 
-def write_html(runs, data, plots, out_dir):
+def write_html(runs, report, drawn, out_dir):
+    heading, lines, report_tables = report
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>cujit report</title>",
-             "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+             "<style>body{font-family:sans-serif;max-width:1400px;margin:2em auto}"
              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
-             "td.n{text-align:right}</style></head><body><h1>cujit benchmark report</h1><h2>Runs</h2><ul>"]
-    for run in runs:
-        parts.append("<li>" + html.escape(_run_line(run)) + "</li>")
-    parts.append("</ul><h2>Plots</h2>")
-    for title, path in plots:
+             "td.bad{background:#fdd}</style></head><body>",
+             f"<h1>{html.escape(heading)}</h1><h2>Runs</h2><ul>"]
+    parts += ["<li>" + tables.html_text(line) + "</li>" for line in lines]
+    parts.append("</ul><h2>Figures</h2>")
+    parts.append(tables.to_html(report_tables))
+    parts.append("<h2>Plots</h2>")
+    if not drawn:
+        parts.append("<p>No data for a plot in these files: none of them is a cujit benchmark run.</p>")
+    for title, path in drawn:
         if path:
             parts.append(f"<h3>{html.escape(title)}</h3><img src='{os.path.basename(path)}'>")
         else:
             parts.append(f"<h3>{html.escape(title)}</h3><p>No data for this plot in these files.</p>")
-    parts.append("<h2>Key figures</h2><table><tr><th>benchmark</th><th>median</th><th>noise (cv)</th>"
-                 "<th>floor</th><th>cujit / floor</th><th>cached / cold</th></tr>")
-    for name, value, cv, floor, ratio, vs_cold in key_figures(data):
-        parts.append(f"<tr><td>{html.escape(name)}</td><td class='n'>{value}</td><td class='n'>{cv}</td>"
-                     f"<td class='n'>{floor}</td><td class='n'>{ratio}</td><td class='n'>{vs_cold}</td></tr>")
-    parts.append("</table>")
-    errors = [(n, b.error or b.skipped) for n, b in sorted(data.items()) if b.error or b.skipped]
+    errors = [(run.path, n, b.error or b.skipped) for run in runs for n, b in sorted(run.benchmarks.items())
+              if b.error or b.skipped]
     if errors:
         parts.append("<h2>Skipped or failed</h2><ul>")
-        parts += [f"<li>{html.escape(n)}: {html.escape(e)}</li>" for n, e in errors]
+        parts += [f"<li>{html.escape(os.path.basename(p))}: {html.escape(n)}: {html.escape(e)}</li>"
+                  for p, n, e in errors]
         parts.append("</ul>")
     parts.append("</body></html>")
     path = os.path.join(out_dir, "report.html")
@@ -240,30 +277,50 @@ def write_html(runs, data, plots, out_dir):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("files", nargs="+", help="benchmark or peer JSON")
-    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("files", nargs="+", help="benchmark, first-result or peer JSON")
+    parser.add_argument("--out", help="output directory: report.html, report.md and the plots")
+    parser.add_argument("--markdown", metavar="FILE", help="write the markdown tables here ('-': standard output); "
+                        "needs no matplotlib")
     args = parser.parse_args(argv)
+    if not args.out and not args.markdown:
+        parser.error("give --out DIR, --markdown FILE, or both")
     try:
         runs = [bench_json.load(path) for path in args.files]
+        report = tables.build(runs)
     except bench_json.SchemaError as error:
         print(f"report: {error}", file=sys.stderr)
         return 2
+    text = tables.to_markdown(*report)
+    if args.markdown == "-":
+        sys.stdout.write(text)
+    elif args.markdown and not _write(args.markdown, text):
+        return 2
+    if not args.out:
+        return 0
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as error:
         print(f"report: cannot create the output directory {args.out}: {error}", file=sys.stderr)
         return 2
+    if not _write(os.path.join(args.out, "report.md"), text):
+        return 2
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    data = bench_json.merge(runs)
-    plots = [("Cold vs cached vs floor", plot_cold_vs_cached(data, args.out, plt)),
-             ("Stream vs graph launch", plot_launch(data, args.out, plt)),
-             ("reduce_into throughput", plot_reduce(data, args.out, plt)),
-             ("Peers", plot_peers(data, args.out, plt))]
-    path = write_html(runs, data, plots, args.out)
+    drawn, _ = plots(runs, args.out, plt)
+    path = write_html(runs, report, drawn, args.out)
     print(f"report: {path}")
     return 0
+
+
+def _write(path, text):
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as error:
+        print(f"report: cannot write {path}: {error}", file=sys.stderr)
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -255,23 +255,27 @@ class ReportTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             code, out, _ = quiet(report.main, ["--out", tmp, golden("base.json"), golden("peer.json")])
             self.assertEqual(code, 0, out)
-            for png in ("cold_vs_cached.png", "launch_per_kernel.png", "reduce_throughput.png", "peers.png"):
+            # base.json is a plain <exe>.json of the older layout; its record says "cold".
+            for png in ("cold_vs_cached-cold.png", "launch_per_kernel-cold.png", "reduce_throughput-cold.png",
+                        "peers-cold.png"):
                 path = os.path.join(tmp, png)
                 self.assertTrue(os.path.getsize(path) > 1000, png)
             with open(os.path.join(tmp, "report.html"), encoding="utf-8") as f:
                 page = f.read()
-            self.assertIn("cujit/e2e_cubin/tiny", page)
-            self.assertIn("<td class='n'>1.052</td>", page)  # 20.1 ms / 19.1 ms over the raw floor
-            self.assertIn("<td class='n'>1.010</td>", page)  # reduce_into over CUB AOT
-            self.assertIn("<td class='n'>0.00199</td>", page)  # memory hit 40 us / cold 20.1 ms
+            self.assertIn("<code>e2e_cubin/tiny</code>", page)
+            self.assertIn("1.052 unpaired", page)  # 20.1 ms / 19.1 ms over the raw floor, no pair entry
+            self.assertIn("1.010 unpaired", page)  # reduce_into over CUB AOT
+            self.assertIn("memory hit, cold (vendor cache off) run: 40 us", page)
             self.assertIn("golden GPU", page)
+            with open(os.path.join(tmp, "report.md"), encoding="utf-8") as f:
+                self.assertIn("| `e2e_cubin/tiny` | 20.1 ms ", f.read())
 
     def test_missing_data_says_so(self):
         with tempfile.TemporaryDirectory() as tmp:
             code, _, _ = quiet(report.main, ["--out", tmp, golden("peer.json")])
             self.assertEqual(code, 0)
             with open(os.path.join(tmp, "report.html"), encoding="utf-8") as f:
-                self.assertIn("No data for this plot", f.read())
+                self.assertIn("No data for a plot", f.read())
 
 
 class HistoryTest(unittest.TestCase):
