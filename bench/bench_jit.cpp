@@ -8,6 +8,7 @@
 // the libraries and pages in their code), except for the new-process figures, whose point
 // is that nothing is warm.
 #include <cstdio>
+#include <memory>
 
 #include "cujit/device.hpp"
 #include "cujit/linker.hpp"
@@ -15,6 +16,7 @@
 #include "cujit/program.hpp"
 #include "support/bench_main.hpp"
 #include "support/jit_scenarios.hpp"
+#include "support/paired.hpp"
 #include "support/raw_jit.hpp"
 
 namespace cujit::bench {
@@ -26,29 +28,34 @@ std::string scenario_source(const JitScenario& scenario) {
   return read_file(scenario_dir() + "/" + scenario.source);
 }
 
-// ---- NVRTC -----------------------------------------------------------------------------
+// ---- NVRTC ----------------------------------------------------------------------------
 
-void cujit_nvrtc(benchmark::State& state, const JitScenario* scenario, CompileTarget target) {
-  const std::string source = scenario_source(*scenario);
+CompileOptions compile_options(CompileTarget target) {
   CompileOptions options;
   options.arch = arch;
   options.target = target;
   options.headers = nrt::headers();
-  const Program program(source, scenario->source);
+  return options;
+}
+
+void cujit_nvrtc(benchmark::State& state, const JitScenario* scenario, CompileTarget target) {
+  const Program program(scenario_source(*scenario), scenario->source);
+  const CompileOptions options = compile_options(target);
   (void)program.compile(options);  // warm-up
   for (auto _ : state) benchmark::DoNotOptimize(program.compile(options));
 }
 
-void raw_nvrtc_bench(benchmark::State& state, const JitScenario* scenario, CompileTarget target) {
-  const std::string source = scenario_source(*scenario);
-  CompileOptions options;
-  options.arch = arch;
-  options.target = target;
-  std::vector<std::string> flags = nvrtc_options(options);
-  flags.push_back("-I" + std::string(CUJIT_BENCH_DEVICE_DIR));
-  const std::string name(to_string(target));
-  (void)raw_nvrtc(source, scenario->source, flags, name);
-  for (auto _ : state) benchmark::DoNotOptimize(raw_nvrtc(source, scenario->source, flags, name));
+// cujit's Program::compile against nvrtcCreateProgram + nvrtcCompileProgram with the
+// options cujit passed (CompileResult::options) and the same in-memory headers.
+Pair nvrtc_pair(const JitScenario& scenario, CompileTarget target) {
+  const auto program = std::make_shared<Program>(scenario_source(scenario), scenario.source);
+  const CompileOptions options = compile_options(target);
+  const std::vector<std::string> flags = program->compile(options).options;
+  const std::string source = scenario_source(scenario);
+  return Pair{[program, options] { return program->compile(options).code.bytes(); },
+              [source, name = scenario.source, flags, target, headers = raw_headers(options.headers)] {
+                return raw_nvrtc(source, name, flags, std::string(to_string(target)), headers);
+              }};
 }
 
 // ---- end to end: source -> cubin ----------------------------------------------------------
@@ -59,9 +66,12 @@ void cujit_e2e(benchmark::State& state, const JitScenario* scenario) {
   for (auto _ : state) benchmark::DoNotOptimize(cujit_link(*scenario, off, arch));
 }
 
-void raw_e2e(benchmark::State& state, const JitScenario* scenario) {
-  (void)raw_link(*scenario, arch);
-  for (auto _ : state) benchmark::DoNotOptimize(raw_link(*scenario, arch));
+Pair e2e_pair(const JitScenario& scenario) {
+  return Pair{[&scenario] {
+                BuildCache off(cache_config(CacheMode::off));
+                return cujit_link(scenario, off, arch).link.code.bytes();
+              },
+              [&scenario] { return raw_link(scenario, arch); }};
 }
 
 void first_call_new_process(benchmark::State& state, const JitScenario* scenario) {
@@ -72,23 +82,31 @@ void first_call_new_process(benchmark::State& state, const JitScenario* scenario
 
 // ---- nvJitLink alone ----------------------------------------------------------------------
 
-void cujit_nvjitlink(benchmark::State& state, const JitScenario* scenario) {
+LinkOptions nvjitlink_options(const JitScenario& scenario) {
   LinkOptions options;
   options.arch = arch;
-  options.lto = scenario->lto;
+  options.lto = scenario.lto;
   options.backend = LinkerBackend::nvjitlink;
-  time_cujit_link(state, compiled_inputs(*scenario, arch, LinkerBackend::nvjitlink), options);
+  return options;
 }
 
-void raw_nvjitlink_bench(benchmark::State& state, const JitScenario* scenario) {
-  std::vector<RawInput> inputs;
-  for (const LinkableCode& code : compiled_inputs(*scenario, arch, LinkerBackend::nvjitlink)) {
-    inputs.emplace_back(traits(code.format()).nvjitlink_input, code.bytes());
-  }
-  std::vector<std::string> options{"-arch=" + arch.sm()};
-  if (scenario->lto) options.push_back("-lto");
-  (void)raw_nvjitlink(inputs, options);
-  for (auto _ : state) benchmark::DoNotOptimize(raw_nvjitlink(inputs, options));
+void cujit_nvjitlink(benchmark::State& state, const JitScenario* scenario) {
+  time_cujit_link(state, compiled_inputs(*scenario, arch, LinkerBackend::nvjitlink), nvjitlink_options(*scenario));
+}
+
+Pair nvjitlink_pair(const JitScenario& scenario) {
+  const auto inputs = std::make_shared<std::vector<LinkableCode>>(
+      compiled_inputs(scenario, arch, LinkerBackend::nvjitlink));
+  std::vector<RawInput> raw_inputs;
+  for (const LinkableCode& code : *inputs) raw_inputs.emplace_back(traits(code.format()).nvjitlink_input, code.bytes());
+  std::vector<std::string> flags{"-arch=" + arch.sm()};
+  if (scenario.lto) flags.push_back("-lto");
+  return Pair{[inputs, options = nvjitlink_options(scenario)] {
+                Linker linker(options);
+                for (const LinkableCode& code : *inputs) linker.add(code);
+                return linker.link().code.bytes();
+              },
+              [raw_inputs, flags] { return raw_nvjitlink(raw_inputs, flags); }};
 }
 
 // ---- the build cache ----------------------------------------------------------------------
@@ -102,8 +120,10 @@ void kernel_link_memory_hit(benchmark::State& state, const JitScenario* scenario
 // ---- registration -------------------------------------------------------------------------
 
 void register_all() {
-  const int reps = repetitions(5);
-  const int compile_iterations = quick() ? 2 : 10;
+  // The families the regression gate reads get 9 repetitions (docs/benchmarks.md); the
+  // pairs stop on their own (support/paired.hpp).
+  const int reps = repetitions(9);
+  const int compile_iterations = quick() ? 2 : 5;
   for (const JitScenario& scenario : jit_scenarios()) {
     // Quick mode (CI, seconds): the smallest scenario and the LTO one.
     if (quick() && scenario.name != "tiny" && scenario.name != "ltoir_operator") continue;
@@ -113,18 +133,15 @@ void register_all() {
       const std::string suffix = "nvrtc/" + s->name + "/" + std::string(to_string(target));
       benchmark::RegisterBenchmark(("cujit/" + suffix).c_str(), cujit_nvrtc, s, target)
           ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
-      benchmark::RegisterBenchmark(("raw/" + suffix).c_str(), raw_nvrtc_bench, s, target)
-          ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
+      register_pair(suffix, [s, target] { return nvrtc_pair(*s, target); });
     }
     const std::string link_suffix = "nvjitlink/" + s->name + (s->lto ? "/lto_on" : "/lto_off");
     benchmark::RegisterBenchmark(("cujit/" + link_suffix).c_str(), cujit_nvjitlink, s)
         ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
-    benchmark::RegisterBenchmark(("raw/" + link_suffix).c_str(), raw_nvjitlink_bench, s)
-        ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
+    register_pair(link_suffix, [s] { return nvjitlink_pair(*s); });
     benchmark::RegisterBenchmark(("cujit/e2e_cubin/" + s->name).c_str(), cujit_e2e, s)
         ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
-    benchmark::RegisterBenchmark(("raw/e2e_cubin/" + s->name).c_str(), raw_e2e, s)
-        ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
+    register_pair("e2e_cubin/" + s->name, [s] { return e2e_pair(*s); });
     benchmark::RegisterBenchmark(("cujit/first_call_new_process/" + s->name).c_str(),
                                  first_call_new_process, s)
         ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 3)->Repetitions(reps)->UseManualTime();

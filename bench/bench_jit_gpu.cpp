@@ -5,90 +5,144 @@
 #include <cuda.h>
 #include <unistd.h>
 
-#include <filesystem>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <utility>
 
 #include "cujit/nrt.hpp"
 #include "support/bench_main.hpp"
 #include "support/jit_scenarios.hpp"
+#include "support/paired.hpp"
 
 namespace cujit::bench {
 namespace {
 
 Arch device_arch() { return Arch::of_device(0); }
 
-void cujit_module_load(benchmark::State& state, const JitScenario* scenario) {
-  BuildCache off(cache_config(CacheMode::off));
-  const Bytes cubin = cujit_link(*scenario, off, device_arch()).link.code.bytes();
-  for (auto _ : state) {
-    auto module = Module::load(LinkableCode::cubin(cubin, scenario->name));
-    benchmark::DoNotOptimize(module->kernel(scenario->kernel));
+// What a loaded kernel is, as both sides of a pair see it: the equality check of a pair
+// whose output is a function handle (handles differ; what they stand for must not).
+std::string function_summary(CUfunction function) {
+  std::string summary;
+  for (const auto& [name, attribute] : {std::pair{"regs", CU_FUNC_ATTRIBUTE_NUM_REGS},
+                                        std::pair{"threads", CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+                                        std::pair{"shared", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES},
+                                        std::pair{"local", CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES}}) {
+    int value = -1;
+    cuFuncGetAttribute(&value, attribute, function);
+    summary += std::string(name) + "=" + std::to_string(value) + ";";
   }
+  return summary;
 }
 
-void raw_module_load(benchmark::State& state, const JitScenario* scenario) {
+std::string cujit_cubin(const JitScenario& scenario) {
   BuildCache off(cache_config(CacheMode::off));
-  const Bytes cubin = cujit_link(*scenario, off, device_arch()).link.code.bytes();
-  for (auto _ : state) {
-    CUmodule module = nullptr;
-    CUfunction function = nullptr;
-    cuModuleLoadData(&module, cubin.data());
-    cuModuleGetFunction(&function, module, scenario->kernel.c_str());
-    benchmark::DoNotOptimize(function);
-    cuModuleUnload(module);
+  return cujit_link(scenario, off, device_arch()).link.code.bytes();
+}
+
+std::string cujit_load(const std::string& cubin, const JitScenario& scenario) {
+  auto module = Module::load(LinkableCode::cubin(cubin, scenario.name));
+  return function_summary(static_cast<CUfunction>(module->kernel(scenario.kernel).handle()));
+}
+
+// The raw floor of Module::load + Module::kernel: the same driver calls with the same
+// options (JIT log buffers, the binary preserved, the library loaded into the context,
+// the kernel's function in this context), without cujit's checks or its parameter table.
+std::string raw_load(const std::string& cubin, const std::string& kernel_name) {
+  constexpr std::size_t log_capacity = 1 << 14;
+  std::string info(log_capacity, '\0');
+  std::string error(log_capacity, '\0');
+  CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {info.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity}), error.data(),
+                    reinterpret_cast<void*>(std::uintptr_t{log_capacity})};
+  CUlibraryOption library_options[] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+  void* library_values[] = {reinterpret_cast<void*>(std::uintptr_t{1})};
+  CUlibrary library = nullptr;
+  CUmodule module = nullptr;
+  CUkernel kernel = nullptr;
+  CUfunction function = nullptr;
+  std::string summary = "raw load failed";
+  if (cuLibraryLoadData(&library, cubin.data(), options, values, 4, library_options, library_values, 1) ==
+          CUDA_SUCCESS &&
+      cuLibraryGetModule(&module, library) == CUDA_SUCCESS &&
+      cuLibraryGetKernel(&kernel, library, kernel_name.c_str()) == CUDA_SUCCESS &&
+      cuKernelGetFunction(&function, kernel) == CUDA_SUCCESS) {
+    summary = function_summary(function);
   }
+  if (library != nullptr) cuLibraryUnload(library);
+  return summary;
+}
+
+void cujit_module_load(benchmark::State& state, const JitScenario* scenario) {
+  const std::string cubin = cujit_cubin(*scenario);
+  for (auto _ : state) benchmark::DoNotOptimize(cujit_load(cubin, *scenario));
+}
+
+Pair module_load_pair(const JitScenario& scenario) {
+  const std::string cubin = cujit_cubin(scenario);
+  return Pair{[cubin, &scenario] { return cujit_load(cubin, scenario); },
+              [cubin, &scenario] { return raw_load(cubin, scenario.kernel); }};
 }
 
 void cujit_e2e_launchable(benchmark::State& state, const JitScenario* scenario) {
-  BuildCache off(cache_config(CacheMode::off));
-  auto build = [&] {
-    auto module = Module::load(LinkableCode::cubin(cujit_link(*scenario, off, device_arch()).link.code.bytes(), scenario->name));
-    return module->kernel(scenario->kernel);
-  };
+  auto build = [&] { return cujit_load(cujit_cubin(*scenario), *scenario); };
   (void)build();
   for (auto _ : state) benchmark::DoNotOptimize(build());
 }
 
-void raw_e2e_launchable(benchmark::State& state, const JitScenario* scenario) {
-  auto build = [&] {
-    const std::string cubin = raw_link(*scenario, device_arch());
-    CUmodule module = nullptr;
-    CUfunction function = nullptr;
-    cuModuleLoadData(&module, cubin.data());
-    cuModuleGetFunction(&function, module, scenario->kernel.c_str());
-    cuModuleUnload(module);
-    return function;
-  };
-  (void)build();
-  for (auto _ : state) benchmark::DoNotOptimize(build());
+Pair e2e_launchable_pair(const JitScenario& scenario) {
+  return Pair{[&scenario] { return cujit_load(cujit_cubin(scenario), scenario); },
+              [&scenario] { return raw_load(raw_link(scenario, device_arch()), scenario.kernel); }};
 }
 
 // The driver linker over PTX (non-LTO scenarios): cujit's backend and raw cuLink*.
-void cujit_driver_link(benchmark::State& state, const JitScenario* scenario) {
+std::string cujit_driver_link(const std::vector<LinkableCode>& inputs) {
   LinkOptions options;
   options.arch = device_arch();
   options.backend = LinkerBackend::driver;
-  time_cujit_link(state, compiled_inputs(*scenario, device_arch(), LinkerBackend::driver), options);
+  Linker linker(options);
+  for (const LinkableCode& code : inputs) linker.add(code);
+  return linker.link().code.bytes();
 }
 
-void raw_driver_link(benchmark::State& state, const JitScenario* scenario) {
+void cujit_driver_link_bench(benchmark::State& state, const JitScenario* scenario) {
   const std::vector<LinkableCode> inputs = compiled_inputs(*scenario, device_arch(), LinkerBackend::driver);
-  auto link = [&] {
-    CUlinkState link_state = nullptr;
-    cuLinkCreate(0, nullptr, nullptr, &link_state);
-    for (const LinkableCode& code : inputs) {
-      cuLinkAddData(link_state, CU_JIT_INPUT_PTX, const_cast<char*>(code.bytes().c_str()),
-                    code.bytes().size() + 1, "input", 0, nullptr, nullptr);
-    }
-    void* cubin = nullptr;
-    std::size_t size = 0;
-    cuLinkComplete(link_state, &cubin, &size);
-    std::string out(static_cast<const char*>(cubin), size);
-    cuLinkDestroy(link_state);
-    return out;
-  };
-  (void)link();
-  for (auto _ : state) benchmark::DoNotOptimize(link());
+  (void)cujit_driver_link(inputs);
+  for (auto _ : state) benchmark::DoNotOptimize(cujit_driver_link(inputs));
+}
+
+// cuLink* with the options cujit's driver session passes: both log buffers, verbose
+// logging and the target.
+std::string raw_driver_link(const std::vector<LinkableCode>& inputs) {
+  constexpr std::size_t log_capacity = 1 << 16;
+  std::string info(log_capacity, '\0');
+  std::string error(log_capacity, '\0');
+  CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE, CU_JIT_TARGET};
+  void* values[] = {info.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity}), error.data(),
+                    reinterpret_cast<void*>(std::uintptr_t{log_capacity}), reinterpret_cast<void*>(std::uintptr_t{1}),
+                    reinterpret_cast<void*>(static_cast<std::uintptr_t>(device_arch().number()))};
+  CUlinkState link_state = nullptr;
+  std::string out;
+  if (cuLinkCreate(6, options, values, &link_state) != CUDA_SUCCESS) return "raw cuLinkCreate failed";
+  bool ok = true;
+  for (const LinkableCode& code : inputs) {
+    ok = ok && cuLinkAddData(link_state, CU_JIT_INPUT_PTX, const_cast<char*>(code.bytes().c_str()),
+                             code.bytes().size() + 1, code.name().c_str(), 0, nullptr, nullptr) == CUDA_SUCCESS;
+  }
+  void* cubin = nullptr;
+  std::size_t size = 0;
+  if (ok && cuLinkComplete(link_state, &cubin, &size) == CUDA_SUCCESS) out.assign(static_cast<const char*>(cubin), size);
+  cuLinkDestroy(link_state);
+  return out;
+}
+
+Pair driver_link_pair(const JitScenario& scenario) {
+  const auto inputs = std::make_shared<std::vector<LinkableCode>>(
+      compiled_inputs(scenario, device_arch(), LinkerBackend::driver));
+  return Pair{[inputs] { return cujit_driver_link(*inputs); }, [inputs] { return raw_driver_link(*inputs); }};
 }
 
 std::string prepared_dir(const JitScenario& scenario) {
@@ -111,23 +165,20 @@ void kernel_disk_hit_new_process(benchmark::State& state, const JitScenario* sce
 void register_all() {
   if (skip_without_device("jit_gpu")) return;
   use_device(0);
-  const int reps = repetitions(5);
-  const int iterations = quick() ? 2 : 10;
+  const int reps = repetitions(9);
+  const int iterations = quick() ? 2 : 5;
   for (const JitScenario& scenario : jit_scenarios()) {
     const JitScenario* s = &scenario;
     benchmark::RegisterBenchmark(("cujit/module_load/" + s->name).c_str(), cujit_module_load, s)
         ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
-    benchmark::RegisterBenchmark(("raw/module_load/" + s->name).c_str(), raw_module_load, s)
-        ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+    register_pair("module_load/" + s->name, [s] { return module_load_pair(*s); });
     benchmark::RegisterBenchmark(("cujit/e2e_launchable/" + s->name).c_str(), cujit_e2e_launchable, s)
         ->Unit(benchmark::kMillisecond)->Iterations(iterations)->Repetitions(reps);
-    benchmark::RegisterBenchmark(("raw/e2e_launchable/" + s->name).c_str(), raw_e2e_launchable, s)
-        ->Unit(benchmark::kMillisecond)->Iterations(iterations)->Repetitions(reps);
+    register_pair("e2e_launchable/" + s->name, [s] { return e2e_launchable_pair(*s); });
     if (!s->lto) {
-      benchmark::RegisterBenchmark(("cujit/driver_link/" + s->name).c_str(), cujit_driver_link, s)
+      benchmark::RegisterBenchmark(("cujit/driver_link/" + s->name).c_str(), cujit_driver_link_bench, s)
           ->Unit(benchmark::kMillisecond)->Iterations(iterations)->Repetitions(reps);
-      benchmark::RegisterBenchmark(("raw/driver_link/" + s->name).c_str(), raw_driver_link, s)
-          ->Unit(benchmark::kMillisecond)->Iterations(iterations)->Repetitions(reps);
+      register_pair("driver_link/" + s->name, [s] { return driver_link_pair(*s); });
     }
     benchmark::RegisterBenchmark(("cujit/kernel_build/" + s->name + "/disk_hit_new_process").c_str(),
                                  kernel_disk_hit_new_process, s)

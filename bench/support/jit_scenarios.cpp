@@ -57,31 +57,42 @@ LinkedKernel cujit_link(const JitScenario& scenario, BuildCache& cache, const Ar
   return builder.link_cubin();
 }
 
+std::vector<RawHeader> raw_headers(const std::vector<Header>& headers) {
+  std::vector<RawHeader> out;
+  for (const Header& header : headers) out.emplace_back(header.name, header.content);
+  return out;
+}
+
 std::string raw_link(const JitScenario& scenario, const Arch& arch) {
-  const std::string target = scenario.lto ? "ltoir" : "ptx";
-  std::vector<std::string> nvrtc{"-arch=" + arch.compute(), "-rdc=true"};
-  if (scenario.lto) nvrtc.push_back("-dlto");
-  const int code_type = scenario.lto ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX;
+  // The same NVRTC calls cujit makes (its options, its in-memory headers), then one
+  // nvJitLink link: identical work with no cujit code in between; the benchmarks check
+  // that the cubins are byte-identical before timing.
+  CompileOptions compile;
+  compile.arch = arch;
+  compile.target = cu_compile_target(LinkerBackend::nvjitlink, scenario.lto);
+  compile.headers = nrt::headers();
+  const std::vector<RawHeader> headers = raw_headers(compile.headers);
   std::vector<RawInput> inputs;
-  auto compile = [&](const std::string& path, const std::string& source) {
-    // The NRT header is what the kernel includes; the raw floor gets it as an include dir.
-    std::vector<std::string> options = nvrtc;
-    options.push_back("-I" + std::string(CUJIT_BENCH_DEVICE_DIR));
-    inputs.emplace_back(code_type, raw_nvrtc(source, path, options, target));
+  auto compile_cu = [&](const std::string& path, const std::string& source, CompileTarget target) {
+    CompileOptions options = compile;
+    options.target = target;
+    inputs.emplace_back(target == CompileTarget::ltoir ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX,
+                        raw_nvrtc(source, path, nvrtc_options(options), std::string(to_string(target)), headers));
   };
-  compile(scenario.source, read_file(resolve(scenario.source)));
+  // KernelBuilder::source compiles the kernel's own CUDA C++ to PTX even under LTO (its
+  // NRT detection scans that PTX), so under LTO only the external inputs are LTO-IR and
+  // the kernel's calls into them are not inlined (docs/benchmarks.md).
+  compile_cu(scenario.source, read_file(resolve(scenario.source)), CompileTarget::ptx);
   for (const std::string& path : scenario.external) {
     if (path.size() > 3 && path.compare(path.size() - 3, 3, ".cu") == 0) {
-      compile(path, read_file(resolve(path)));
+      compile_cu(path, read_file(resolve(path)), compile.target);
     } else {
       inputs.emplace_back(NVJITLINK_INPUT_LTOIR, read_file(resolve(path)));
     }
   }
   if (scenario.nrt) {
-    std::vector<std::string> options = nvrtc;
-    options.push_back("-I" + std::string(CUJIT_BENCH_DEVICE_DIR));
-    inputs.emplace_back(code_type, raw_nvrtc(read_file(std::string(CUJIT_BENCH_DEVICE_DIR) + "/nrt.cu"),
-                                             "nrt.cu", options, target));
+    // The name nrt::library gives it: the name is part of the output.
+    compile_cu("cujit_nrt.cu", read_file(std::string(CUJIT_BENCH_DEVICE_DIR) + "/nrt.cu"), compile.target);
   }
   std::vector<std::string> link{"-arch=" + arch.sm()};
   if (scenario.lto) link.push_back("-lto");

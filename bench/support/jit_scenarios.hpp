@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 
 #include "cujit/kernel_builder.hpp"
+#include "support/raw_jit.hpp"
 
 namespace cujit::bench {
 
@@ -26,10 +27,14 @@ const JitScenario& jit_scenario(const std::string& name);
 // for truly cold figures), linked to a cubin.
 LinkedKernel cujit_link(const JitScenario& scenario, BuildCache& cache, const Arch& arch);
 
-// The raw floor of the same work: NVRTC for each CUDA C++ input, nvJitLink over all of it.
+// The raw floor of the same work: NVRTC for each CUDA C++ input (cujit's options and
+// in-memory headers), nvJitLink over all of it.
 std::string raw_link(const JitScenario& scenario, const Arch& arch);
 
 std::string read_file(const std::string& path);
+
+// cujit's NVRTC headers as raw_nvrtc takes them.
+std::vector<RawHeader> raw_headers(const std::vector<Header>& headers);
 
 // The scenario's inputs ready for `backend`: CUDA C++ compiled the way a link with the
 // scenario's LTO setting on that backend compiles it, fixtures resolved, the NRT library

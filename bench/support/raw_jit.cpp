@@ -8,9 +8,17 @@
 namespace cujit::bench {
 
 std::string raw_nvrtc(const std::string& source, const std::string& name,
-                      const std::vector<std::string>& options, const std::string& target) {
+                      const std::vector<std::string>& options, const std::string& target,
+                      const std::vector<RawHeader>& headers) {
+  std::vector<const char*> header_names;
+  std::vector<const char*> header_contents;
+  for (const auto& [header_name, content] : headers) {
+    header_names.push_back(header_name.c_str());
+    header_contents.push_back(content.c_str());
+  }
   nvrtcProgram program = nullptr;
-  if (nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS) {
+  if (nvrtcCreateProgram(&program, source.c_str(), name.c_str(), static_cast<int>(headers.size()),
+                         header_contents.data(), header_names.data()) != NVRTC_SUCCESS) {
     throw std::runtime_error("raw nvrtcCreateProgram failed");
   }
   std::vector<const char*> pointers;
@@ -24,6 +32,9 @@ std::string raw_nvrtc(const std::string& source, const std::string& name,
       nvrtcGetPTXSize(program, &size);
       out.resize(size);
       nvrtcGetPTX(program, out.data());
+      // PTX is a C string: the size counts its terminator, which the text does not include
+      // (cujit returns the text).
+      if (!out.empty() && out.back() == '\0') out.pop_back();
     } else if (target == "ltoir") {
       nvrtcGetLTOIRSize(program, &size);
       out.resize(size);

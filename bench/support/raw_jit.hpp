@@ -8,9 +8,13 @@
 
 namespace cujit::bench {
 
+// An in-memory header for nvrtcCreateProgram: name as included, content.
+using RawHeader = std::pair<std::string, std::string>;
+
 // nvrtcCreateProgram + nvrtcCompileProgram + get output; target "ptx", "ltoir" or "cubin".
 std::string raw_nvrtc(const std::string& source, const std::string& name,
-                      const std::vector<std::string>& options, const std::string& target);
+                      const std::vector<std::string>& options, const std::string& target,
+                      const std::vector<RawHeader>& headers = {});
 
 // One input for raw_nvjitlink: nvJitLinkInputType and bytes.
 using RawInput = std::pair<int, std::string>;
