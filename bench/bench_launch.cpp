@@ -2,12 +2,21 @@
 // one graph launch, fan-out/fan-in with copies, graph instantiate and update costs, the
 // launches needed to pay back an instantiation, and the raw floors (cuLaunchKernel,
 // cuGraphLaunch through the Driver API directly). Host times by the steady clock around
-// submission and synchronisation; GPU times from CUPTI in the */gpu_time benchmarks.
+// submission and synchronisation; GPU times from CUPTI in the *_gpu_time benchmarks.
 // Warm-up: one untimed chain per benchmark before the timed iterations.
+//
+// CUPTI and the order of families: host-time families run first, with CUPTI never
+// attached to the process; the GPU-time families (cujit and raw alike) and
+// cupti/overhead/tracing_on run after them, with CUPTI attached for the rest of the
+// process. A host-time benchmark that finds CUPTI attached (a reordered run) is an error,
+// not a figure (support/cupti_timer.hpp).
 #include <cuda.h>
 
 #include <algorithm>
+#include <exception>
+#include <functional>
 #include <optional>
+#include <string>
 
 #include "cujit/graph.hpp"
 #include "cujit/linker.hpp"
@@ -83,6 +92,7 @@ void per_kernel(benchmark::State& state, int n) {
 // ---- cujit ---------------------------------------------------------------------------------
 
 void cujit_stream_chain(benchmark::State& state, std::string kind) {
+  if (host_time_refused(state)) return;
   const int n = static_cast<int>(state.range(0));
   Stream stream;
   for (int i = 0; i < n; ++i) launch_one(kind, stream.handle());
@@ -95,6 +105,7 @@ void cujit_stream_chain(benchmark::State& state, std::string kind) {
 }
 
 void cujit_graph_chain(benchmark::State& state, std::string kind) {
+  if (host_time_refused(state)) return;
   const int n = static_cast<int>(state.range(0));
   Stream stream;
   GraphExec exec = chain_graph(kind, n).instantiate();
@@ -107,19 +118,11 @@ void cujit_graph_chain(benchmark::State& state, std::string kind) {
   per_kernel(state, n);
 }
 
-// GPU timeline of a chain, first kernel start to last kernel end (gaps included: they are
-// what graphs remove), from CUPTI with tracing enabled for the whole benchmark.
-template <class Work>
-void gpu_span(benchmark::State& state, int n, Work work) {
-  CuptiTimer& timer = CuptiTimer::instance();
-  timer.enable();
-  work();
-  for (auto _ : state) {
-    timer.mark();
-    work();
-    state.SetIterationTime(timer.read().span_ns * 1e-9);
-  }
-  timer.disable();
+// GPU timeline of one chain, first kernel start to last kernel end (gaps included: they
+// are what graphs remove), from the chain's own CUPTI records, which must be exactly n
+// kernels (support/cupti_timer.hpp).
+void chain_span(benchmark::State& state, int n, const std::function<void()>& work) {
+  time_on_gpu(state, GpuMetric::span, {.kernels = static_cast<std::uint64_t>(n)}, work);
   state.counters["kernels"] = n;
 }
 
@@ -127,7 +130,7 @@ void cujit_graph_chain_gpu_time(benchmark::State& state, std::string kind) {
   const int n = static_cast<int>(state.range(0));
   Stream stream;
   GraphExec exec = chain_graph(kind, n).instantiate();
-  gpu_span(state, n, [&] {
+  chain_span(state, n, [&] {
     exec.launch(stream.handle());
     exec.synchronize();
   });
@@ -136,13 +139,14 @@ void cujit_graph_chain_gpu_time(benchmark::State& state, std::string kind) {
 void cujit_stream_chain_gpu_time(benchmark::State& state, std::string kind) {
   const int n = static_cast<int>(state.range(0));
   Stream stream;
-  gpu_span(state, n, [&] {
+  chain_span(state, n, [&] {
     for (int i = 0; i < n; ++i) launch_one(kind, stream.handle());
     stream.synchronize();
   });
 }
 
 void cujit_graph_instantiate(benchmark::State& state) {
+  if (host_time_refused(state)) return;
   const int n = static_cast<int>(state.range(0));
   for (auto _ : state) {
     Graph graph = chain_graph("empty", n);
@@ -152,6 +156,7 @@ void cujit_graph_instantiate(benchmark::State& state) {
 }
 
 void cujit_graph_update(benchmark::State& state) {
+  if (host_time_refused(state)) return;
   Kernels& k = kernels();
   KernelNode node(*k.small, {arg_value(k.buffer.ptr()), arg_value(0), arg_value(7), arg_value(256)});
   node.launch({1}, {256});
@@ -166,6 +171,7 @@ void cujit_graph_update(benchmark::State& state) {
 // Launches of the graph needed before instantiating it beats launching the same chain on
 // a stream: instantiate / (stream chain - graph launch), all measured here.
 void cujit_graph_payback(benchmark::State& state) {
+  if (host_time_refused(state)) return;
   const int n = static_cast<int>(state.range(0));
   Stream stream;
   auto median = [](std::vector<double> v) {
@@ -198,6 +204,7 @@ void cujit_graph_payback(benchmark::State& state) {
 
 // memcpy HtoD -> 8 kernels -> DtoH, as a graph and on a stream.
 void cujit_fan(benchmark::State& state, bool graph) {
+  if (host_time_refused(state)) return;
   Kernels& k = kernels();
   std::vector<int> host(4096, 1);
   Stream stream;
@@ -229,47 +236,110 @@ void cujit_fan(benchmark::State& state, bool graph) {
 
 // ---- raw floors: the Driver API directly ------------------------------------------------
 
-void raw_stream_chain(benchmark::State& state, bool tracing) {
-  const int n = static_cast<int>(state.range(0));
-  const auto function = static_cast<CUfunction>(kernels().empty->handle());
-  CUstream stream = nullptr;
-  cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
-  if (tracing) CuptiTimer::instance().enable();
-  for (auto _ : state) {
-    for (int i = 0; i < n; ++i) cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr);
+CUfunction raw_empty() { return static_cast<CUfunction>(kernels().empty->handle()); }
+
+// A non-blocking stream of the Driver API's own, destroyed with its owner.
+class RawStream {
+ public:
+  RawStream() { cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING); }
+  ~RawStream() { cuStreamDestroy(stream_); }
+  RawStream(const RawStream&) = delete;
+  RawStream& operator=(const RawStream&) = delete;
+  CUstream get() const { return stream_; }
+
+ private:
+  CUstream stream_ = nullptr;
+};
+
+void raw_launch_chain(CUfunction function, int n, CUstream stream) {
+  for (int i = 0; i < n; ++i) cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr);
+  cuStreamSynchronize(stream);
+}
+
+// A chain of n empty kernels built and instantiated through the Driver API.
+class RawGraphChain {
+ public:
+  explicit RawGraphChain(int n) {
+    cuGraphCreate(&graph_, 0);
+    CUgraphNode last = nullptr;
+    for (int i = 0; i < n; ++i) {
+      CUDA_KERNEL_NODE_PARAMS params{};
+      params.func = raw_empty();
+      params.gridDimX = params.gridDimY = params.gridDimZ = 1;
+      params.blockDimX = params.blockDimY = params.blockDimZ = 1;
+      CUgraphNode node = nullptr;
+      cuGraphAddKernelNode(&node, graph_, last ? &last : nullptr, last ? 1 : 0, &params);
+      last = node;
+    }
+    cuGraphInstantiateWithFlags(&exec_, graph_, 0);
+  }
+  ~RawGraphChain() {
+    cuGraphExecDestroy(exec_);
+    cuGraphDestroy(graph_);
+  }
+  RawGraphChain(const RawGraphChain&) = delete;
+  RawGraphChain& operator=(const RawGraphChain&) = delete;
+  void launch(CUstream stream) const {
+    cuGraphLaunch(exec_, stream);
     cuStreamSynchronize(stream);
   }
-  if (tracing) CuptiTimer::instance().disable();
-  cuStreamDestroy(stream);
+
+ private:
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+};
+
+void raw_stream_chain(benchmark::State& state) {
+  if (host_time_refused(state)) return;
+  const int n = static_cast<int>(state.range(0));
+  const CUfunction function = raw_empty();
+  RawStream stream;
+  for (auto _ : state) raw_launch_chain(function, n, stream.get());
   per_kernel(state, n);
 }
 
 void raw_graph_chain(benchmark::State& state) {
+  if (host_time_refused(state)) return;
   const int n = static_cast<int>(state.range(0));
-  const auto function = static_cast<CUfunction>(kernels().empty->handle());
-  CUgraph graph = nullptr;
-  cuGraphCreate(&graph, 0);
-  CUgraphNode last = nullptr;
-  for (int i = 0; i < n; ++i) {
-    CUDA_KERNEL_NODE_PARAMS params{};
-    params.func = function;
-    params.gridDimX = params.gridDimY = params.gridDimZ = 1;
-    params.blockDimX = params.blockDimY = params.blockDimZ = 1;
-    CUgraphNode node = nullptr;
-    cuGraphAddKernelNode(&node, graph, last ? &last : nullptr, last ? 1 : 0, &params);
-    last = node;
+  RawGraphChain chain(n);
+  RawStream stream;
+  for (auto _ : state) chain.launch(stream.get());
+  per_kernel(state, n);
+}
+
+void raw_stream_chain_gpu_time(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const CUfunction function = raw_empty();
+  RawStream stream;
+  chain_span(state, n, [&] { raw_launch_chain(function, n, stream.get()); });
+}
+
+void raw_graph_chain_gpu_time(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  RawGraphChain chain(n);
+  RawStream stream;
+  chain_span(state, n, [&] { chain.launch(stream.get()); });
+}
+
+// CUPTI's cost per launch: the raw stream chain on host time, with CUPTI never attached
+// (tracing_off, a host-time family) or attached as the GPU-time families run it (tracing_on:
+// activity records and the launch callbacks, no window open).
+void cupti_overhead(benchmark::State& state, bool tracing) {
+  if (!tracing) {
+    raw_stream_chain(state);
+    return;
   }
-  CUgraphExec exec = nullptr;
-  cuGraphInstantiateWithFlags(&exec, graph, 0);
-  CUstream stream = nullptr;
-  cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
-  for (auto _ : state) {
-    cuGraphLaunch(exec, stream);
-    cuStreamSynchronize(stream);
+  const int n = static_cast<int>(state.range(0));
+  const CUfunction function = raw_empty();
+  RawStream stream;
+  try {
+    CuptiTimer::attach().discard();
+    for (auto _ : state) raw_launch_chain(function, n, stream.get());
+    CuptiTimer::attach().discard();  // its records are nobody's figure
+  } catch (const std::exception& error) {
+    state.SkipWithError((std::string("CUPTI: ") + error.what()).c_str());
+    return;
   }
-  cuStreamDestroy(stream);
-  cuGraphExecDestroy(exec);
-  cuGraphDestroy(graph);
   per_kernel(state, n);
 }
 
@@ -277,21 +347,19 @@ void register_all() {
   if (skip_without_device("launch")) return;
   const int reps = repetitions(5);
   const std::vector<int64_t> chain_lengths{1, 10, 100, 1000};
-  for (const std::string kind : {"empty", "small"}) {
+  const std::vector<std::string> kinds{"empty", "small"};
+
+  // Host time, CUPTI never attached: everything here runs before the first GPU-time family.
+  for (const std::string& kind : kinds) {
     for (int64_t n : chain_lengths) {
       benchmark::RegisterBenchmark(("cujit/stream_chain/" + kind).c_str(), cujit_stream_chain, kind)
           ->Arg(n)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
       benchmark::RegisterBenchmark(("cujit/graph_chain/" + kind).c_str(), cujit_graph_chain, kind)
           ->Arg(n)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
-      // Fixed iterations for CUPTI-timed (manual) figures: see bench_reduce.cpp.
-      benchmark::RegisterBenchmark(("cujit/stream_chain_gpu_time/" + kind).c_str(), cujit_stream_chain_gpu_time, kind)
-          ->Arg(n)->Iterations(20)->Unit(benchmark::kMicrosecond)->Repetitions(reps)->UseManualTime();
-      benchmark::RegisterBenchmark(("cujit/graph_chain_gpu_time/" + kind).c_str(), cujit_graph_chain_gpu_time, kind)
-          ->Arg(n)->Iterations(20)->Unit(benchmark::kMicrosecond)->Repetitions(reps)->UseManualTime();
     }
   }
   for (int64_t n : chain_lengths) {
-    benchmark::RegisterBenchmark("raw/stream_chain/empty", raw_stream_chain, false)
+    benchmark::RegisterBenchmark("raw/stream_chain/empty", raw_stream_chain)
         ->Arg(n)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
     benchmark::RegisterBenchmark("raw/graph_chain/empty", raw_graph_chain)
         ->Arg(n)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
@@ -300,17 +368,36 @@ void register_all() {
     benchmark::RegisterBenchmark("cujit/graph_payback/empty", cujit_graph_payback)
         ->Arg(n)->Iterations(1)->Unit(benchmark::kMillisecond)->Repetitions(reps);
   }
-  // CUPTI's own overhead: the same raw launches with activity tracing on.
-  benchmark::RegisterBenchmark("cupti/overhead/tracing_off", raw_stream_chain, false)
-      ->Arg(1000)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
-  benchmark::RegisterBenchmark("cupti/overhead/tracing_on", raw_stream_chain, true)
-      ->Arg(1000)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
   benchmark::RegisterBenchmark("cujit/graph_update/kernel_node", cujit_graph_update)
       ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
   benchmark::RegisterBenchmark("cujit/fan_copy/graph", cujit_fan, true)
       ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
   benchmark::RegisterBenchmark("cujit/fan_copy/stream", cujit_fan, false)
       ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+  benchmark::RegisterBenchmark("cupti/overhead/tracing_off", cupti_overhead, false)
+      ->Arg(1000)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+
+  // From here on CUPTI is attached, for cujit and the raw floors alike.
+  benchmark::RegisterBenchmark("cupti/overhead/tracing_on", cupti_overhead, true)
+      ->Arg(1000)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+  // Fixed iterations for CUPTI-timed (manual) figures: see bench_reduce.cpp. The raw floors
+  // exist for the empty kernel, the one they launch.
+  for (const std::string& kind : kinds) {
+    for (int64_t n : chain_lengths) {
+      benchmark::RegisterBenchmark(("cujit/stream_chain_gpu_time/" + kind).c_str(), cujit_stream_chain_gpu_time, kind)
+          ->Arg(n)->Iterations(20)->Unit(benchmark::kMicrosecond)->Repetitions(reps)->UseManualTime();
+      if (kind == "empty") {
+        benchmark::RegisterBenchmark("raw/stream_chain_gpu_time/empty", raw_stream_chain_gpu_time)
+            ->Arg(n)->Iterations(20)->Unit(benchmark::kMicrosecond)->Repetitions(reps)->UseManualTime();
+      }
+      benchmark::RegisterBenchmark(("cujit/graph_chain_gpu_time/" + kind).c_str(), cujit_graph_chain_gpu_time, kind)
+          ->Arg(n)->Iterations(20)->Unit(benchmark::kMicrosecond)->Repetitions(reps)->UseManualTime();
+      if (kind == "empty") {
+        benchmark::RegisterBenchmark("raw/graph_chain_gpu_time/empty", raw_graph_chain_gpu_time)
+            ->Arg(n)->Iterations(20)->Unit(benchmark::kMicrosecond)->Repetitions(reps)->UseManualTime();
+      }
+    }
+  }
 }
 
 }  // namespace

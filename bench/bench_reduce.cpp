@@ -8,12 +8,16 @@
 //
 // reduce_into (needs a device): throughput against its floors, CUB's DeviceReduce compiled
 // ahead of time by nvcc and the GPU's measured copy bandwidth (a device-to-device copy,
-// bytes read plus written). GPU time from CUPTI activity records (kernels, memcpy), set with
-// UseManualTime; GB/s in the counters. Warm-up: one untimed run per benchmark.
+// bytes read plus written). GPU time from the CUPTI activity records (kernels, memcpy) each
+// iteration's own calls issued, correlated by id and flushed once per repetition
+// (support/cupti_timer.hpp), set with UseManualTime; GB/s in the counters. Warm-up: one
+// untimed run per benchmark. CUPTI is attached from the first reduce_into benchmark on,
+// for cujit and both floors alike; the reduce_build families run before it.
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "aot/cub_reduce.hpp"
@@ -115,20 +119,11 @@ int child(const ChildArguments& arguments) {
 
 // ---- reduce_into throughput ---------------------------------------------------------------
 
-CuptiTimer& timer() { return CuptiTimer::instance(); }
-
-// Times each iteration's GPU work by its busy time (kernel and copy durations): the gaps
-// between a reduction's two kernels are host submission, not the device's work.
-template <class Work>
-void timed(benchmark::State& state, Work work) {
-  timer().enable();
-  work();  // warm-up, traced like the rest so tracing costs nothing extra in the loop
-  for (auto _ : state) {
-    timer().mark();
-    work();
-    state.SetIterationTime(timer().read().busy_ns() * 1e-9);
-  }
-  timer().disable();
+// Times each iteration's GPU work by its busy time (kernel and copy durations of its own
+// records): the gaps between a reduction's two kernels are host submission, not the
+// device's work. Every launch must have its one kernel record, every copy its record.
+void timed(benchmark::State& state, const std::function<void()>& work, WindowExpectation expected = {}) {
+  time_on_gpu(state, GpuMetric::busy, expected, work);
 }
 
 struct Input {
@@ -181,7 +176,7 @@ void copy_bandwidth(benchmark::State& state) {
     // link libcuda; the time is the copy's GPU time either way.
     copy_device_async(to.ptr(), from.ptr(), bytes, nullptr);
     synchronize(nullptr);
-  });
+  }, {.kernels = 0});
   report(state, 2 * bytes);  // read and written
 }
 
