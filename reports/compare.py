@@ -15,6 +15,13 @@ between the runs (Hodges-Lehmann over log times, cujit_reports/stats.py), and a 
   missing           in one run only                                     fails
   error             errored or skipped on a side, or a time of 0        fails
 
+Paired entries (`pair/...`: cujit and its floor timed round by round in one run, with the
+ratio cujit / floor and its 95% interval as counters) are judged on that ratio instead:
+the factor between the runs is current ratio / baseline ratio, its interval the
+conservative [current low / baseline high, current high / baseline low], with the same
+verdicts. A pair compares cujit's overhead over the floor, which the machine's drift
+between the two runs does not move.
+
 Prints a markdown table and the failures by name. Exit 0 when nothing fails, 1 when
 something does, 2 on input it cannot use (a file that is not benchmark JSON, a missing or
 mistyped field, a NaN, infinite or negative time, no benchmark in both files, runs that
@@ -115,6 +122,13 @@ def judge(name, b, c, threshold):
         return row
     shift = ratio_interval(b.samples, c.samples, CONFIDENCE)
     row.low, row.high = shift.low, shift.high
+    return _verdict(row, threshold)
+
+
+PAIR_COUNTERS = ("ratio", "ratio_low", "ratio_high")
+
+
+def _verdict(row, threshold):
     if row.low > 1 + threshold:
         row.verdict = "slower"
     elif row.high < 1 - threshold:
@@ -126,9 +140,30 @@ def judge(name, b, c, threshold):
     return row
 
 
+def judge_pair(name, b, c, threshold):
+    """The Row of a paired entry: the factor between the two runs' cujit / floor ratios."""
+    if b is None or c is None:
+        return Row(name, "missing", f"not in the {'baseline' if b is None else 'current run'}")
+    problems = [f"{side} {p}" for side, p in (("baseline", _problem(b)), ("current", _problem(c))) if p]
+    for side, record in (("baseline", b), ("current", c)):
+        absent = [key for key in PAIR_COUNTERS if record.counter(key) is None]
+        if absent:
+            problems.append(f"{side} has no {', '.join(absent)}: not a paired entry")
+        elif not 0 < record.counter("ratio_low") <= record.counter("ratio") <= record.counter("ratio_high"):
+            problems.append(f"{side} has an interval that does not hold its ratio")
+    if problems:
+        return Row(name, "error", "; ".join(problems))
+    row = Row(name, "", detail="paired: cujit / floor of each run", repetitions=(1, 1))
+    row.baseline, row.current = b.counter("ratio"), c.counter("ratio")
+    row.ratio = row.current / row.baseline
+    row.low = c.counter("ratio_low") / b.counter("ratio_high")
+    row.high = c.counter("ratio_high") / b.counter("ratio_low")
+    return _verdict(row, threshold)
+
+
 def compare(baseline, current, threshold):
     """Rows for every benchmark in either run (dicts of bench_json.Benchmark), by name."""
-    return [judge(name, baseline.get(name), current.get(name), threshold)
+    return [(judge_pair if name.startswith("pair/") else judge)(name, baseline.get(name), current.get(name), threshold)
             for name in sorted(set(baseline) | set(current))]
 
 
@@ -171,7 +206,8 @@ def markdown(rows, threshold, baseline=None, current=None, allowed=()):
             f"{count['same']} same, {count['unclear']} unclear, {count['faster']} faster**")
     rule = (f"Slower when the whole {CONFIDENCE:.0%} interval of current / baseline is above "
             f"{1 + threshold:.3g} (threshold {threshold:.0%}); the interval is Hodges-Lehmann's exact one "
-            f"over log times; at least {MIN_REPETITIONS} repetitions a side.")
+            f"over log times; at least {MIN_REPETITIONS} repetitions a side. Paired entries compare "
+            f"the runs' cujit / floor ratios.")
     lines = [head, "", rule, ""]
     if baseline is not None:
         lines += _runs_line(baseline, current, allowed) + [""]
@@ -181,7 +217,12 @@ def markdown(rows, threshold, baseline=None, current=None, allowed=()):
         ratio = f"{r.ratio:.3f}" if r.ratio is not None else "-"
         noise = f"{r.noise:.1%}" if r.noise is not None else "-"
         n = f"{r.repetitions[0]}/{r.repetitions[1]}" if r.verdict not in ("missing", "error") else "-"
-        lines.append(f"| `{r.name}` | {_time(r.baseline)} | {_time(r.current)} | {ratio} | {_interval(r)} | "
+        paired = r.name.startswith("pair/")
+        # A pair's two figures are its cujit / floor ratios, not times.
+        shown = [f"{v:.3f}x floor" if paired and v is not None else _time(v) for v in (r.baseline, r.current)]
+        if paired and r.verdict not in ("missing", "error"):
+            n = "paired"
+        lines.append(f"| `{r.name}` | {shown[0]} | {shown[1]} | {ratio} | {_interval(r)} | "
                      f"{noise} | {n} | {r.verdict} |")
     failures = [r for r in rows if r.verdict in FAILING]
     if failures:

@@ -684,5 +684,67 @@ class HostileHistoryTest(unittest.TestCase):
                     self.assertIn(target, err)
 
 
+def _pair_doc(ratio, low, high, name="pair/e2e_cubin/tiny"):
+    """gate_base.json's run record with one paired entry of these counters."""
+    doc = _doc("gate_base.json")
+    doc["benchmarks"] = [{"name": name + "/iterations:1/manual_time", "run_name": name + "/iterations:1/manual_time",
+                          "run_type": "iteration", "iterations": 1, "real_time": 20.0, "cpu_time": 20.0,
+                          "time_unit": "ms", "ratio": ratio, "ratio_low": low, "ratio_high": high,
+                          "rounds": 31, "cujit_s": 0.02, "floor_s": 0.02 / ratio, "same_output": 1}]
+    return doc
+
+
+class PairGateTest(unittest.TestCase):
+    """Paired entries are judged on their cujit / floor ratio, one entry a run."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def gate_pairs(self, baseline, current, *extra):
+        return gate(_write(self.tmp.name, "b.json", baseline), _write(self.tmp.name, "c.json", current), *extra)
+
+    def test_overhead_that_grew_past_the_threshold_fails(self):
+        code, out, _ = self.gate_pairs(_pair_doc(1.02, 1.00, 1.04), _pair_doc(1.30, 1.27, 1.33))
+        self.assertEqual(code, 1, out)
+        self.assertIn("| `pair/e2e_cubin/tiny` | 1.020x floor | 1.300x floor | 1.275 | [1.221, 1.330] |", out)
+        self.assertIn("| paired | slower |", out)
+
+    def test_a_single_paired_entry_is_enough_data(self):
+        code, out, _ = self.gate_pairs(_pair_doc(1.02, 1.00, 1.04), _pair_doc(1.02, 1.01, 1.03))
+        self.assertEqual(code, 0, out)
+        self.assertIn("| paired | same |", out)
+        self.assertNotIn("not enough data", out.split("**")[2])
+
+    def test_wide_intervals_are_unclear_not_same(self):
+        code, out, _ = self.gate_pairs(_pair_doc(1.02, 0.90, 1.15), _pair_doc(1.05, 0.95, 1.20))
+        self.assertEqual(code, 0, out)
+        self.assertIn("| paired | unclear |", out)
+
+    def test_less_overhead_is_faster(self):
+        code, out, _ = self.gate_pairs(_pair_doc(1.50, 1.45, 1.55), _pair_doc(1.01, 1.00, 1.02))
+        self.assertEqual(code, 0, out)
+        self.assertIn("| paired | faster |", out)
+
+    def test_an_entry_without_its_interval_or_with_a_broken_one_is_an_error(self):
+        broken = _pair_doc(1.0, 1.1, 1.2)  # the interval does not hold the ratio
+        code, out, _ = self.gate_pairs(_pair_doc(1.0, 0.99, 1.01), broken)
+        self.assertEqual(code, 1, out)
+        self.assertIn("interval that does not hold its ratio", out)
+        bare = _pair_doc(1.0, 0.99, 1.01)
+        del bare["benchmarks"][0]["ratio_low"]
+        code, out, _ = self.gate_pairs(_pair_doc(1.0, 0.99, 1.01), bare)
+        self.assertEqual(code, 1, out)
+        self.assertIn("current has no ratio_low: not a paired entry", out)
+
+    def test_an_errored_pair_fails(self):
+        errored = _pair_doc(1.0, 0.99, 1.01)
+        entry = errored["benchmarks"][0]
+        entry.update({"error_occurred": True, "error_message": "the floor does different work: sizes differ"})
+        code, out, _ = self.gate_pairs(_pair_doc(1.0, 0.99, 1.01), errored)
+        self.assertEqual(code, 1, out)
+        self.assertIn("the floor does different work", out)
+
+
 if __name__ == "__main__":
     unittest.main()
