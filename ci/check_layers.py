@@ -26,6 +26,7 @@ STAGE_OF_HEADER = {
     "environment.hpp": "support",
     "diagnostics.hpp": "support",
     "toolkit.hpp": "support",
+    "vendor_time.hpp": "support",
     "format.hpp": "code",
     "arch.hpp": "code",
     "linkable_code.hpp": "code",

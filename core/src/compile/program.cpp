@@ -5,11 +5,28 @@
 #include "cujit/error.hpp"
 #include "support/handle_counts.hpp"
 #include "support/library_identity.hpp"
+#include "support/vendor_call.hpp"
 
 namespace cujit {
 namespace {
 
 constexpr const char* component = "NVRTC";
+
+// Every NVRTC function cujit calls, each timed and counted on the calling thread
+// (cujit/vendor_time.hpp): call them as nvrtc.nvrtcCompileProgram(...), never directly.
+#define CUJIT_NVRTC_FUNCTIONS(X)                                                            \
+  X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcAddNameExpression)                   \
+  X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetPTXSize) \
+  X(nvrtcGetPTX) X(nvrtcGetLTOIRSize) X(nvrtcGetLTOIR) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) \
+  X(nvrtcGetLoweredName) X(nvrtcGetErrorString) X(nvrtcVersion)
+
+struct NvrtcApi {
+#define CUJIT_NVRTC_MEMBER(fn) \
+  detail::VendorEntry<detail::VendorLibrary::nvrtc, decltype(&::fn)> fn{&::fn};
+  CUJIT_NVRTC_FUNCTIONS(CUJIT_NVRTC_MEMBER)
+#undef CUJIT_NVRTC_MEMBER
+};
+constexpr NvrtcApi nvrtc;
 
 // Owner of an nvrtcProgram; created on the line that creates the handle.
 class NvrtcProgram {
@@ -21,20 +38,20 @@ class NvrtcProgram {
       header_sources.push_back(header.content.c_str());
       header_names.push_back(header.name.c_str());
     }
-    const nvrtcResult result = nvrtcCreateProgram(
+    const nvrtcResult result = nvrtc.nvrtcCreateProgram(
         &handle_, source.c_str(), name.c_str(), static_cast<int>(headers.size()),
         header_sources.data(), header_names.data());
     if (result != NVRTC_SUCCESS) {
       handle_ = nullptr;
       throw Error(ErrorKind::compile, "NVRTC (nvrtcCreateProgram)",
                   "creating the program for '" + name + "' failed: " +
-                      nvrtcGetErrorString(result));
+                      nvrtc.nvrtcGetErrorString(result));
     }
     detail::handle_created(detail::HandleKind::program);
   }
   ~NvrtcProgram() {
     if (handle_ != nullptr) {
-      nvrtcDestroyProgram(&handle_);
+      nvrtc.nvrtcDestroyProgram(&handle_);
       detail::handle_released(detail::HandleKind::program);
     }
   }
@@ -50,34 +67,32 @@ void check(nvrtcResult result, const char* api_call, const std::string& what,
            const std::string& log = {}) {
   if (result == NVRTC_SUCCESS) return;
   throw Error(ErrorKind::compile, std::string(component) + " (" + api_call + ")",
-              what + ": " + nvrtcGetErrorString(result), log);
+              what + ": " + nvrtc.nvrtcGetErrorString(result), log);
 }
 
 std::string program_log(nvrtcProgram program) {
   std::size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return {};
+  if (nvrtc.nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return {};
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return {};
+  if (nvrtc.nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return {};
   log.resize(size - 1);  // drop the terminating NUL
   return log;
 }
 
 Bytes compiled_output(nvrtcProgram program, CompileTarget target, const std::string& name) {
-  using SizeFn = nvrtcResult (*)(nvrtcProgram, std::size_t*);
-  using GetFn = nvrtcResult (*)(nvrtcProgram, char*);
-  SizeFn size_fn = nvrtcGetPTXSize;
-  GetFn get_fn = nvrtcGetPTX;
+  const auto* size_fn = &nvrtc.nvrtcGetPTXSize;
+  const auto* get_fn = &nvrtc.nvrtcGetPTX;
   if (target == CompileTarget::ltoir) {
-    size_fn = nvrtcGetLTOIRSize;
-    get_fn = nvrtcGetLTOIR;
+    size_fn = &nvrtc.nvrtcGetLTOIRSize;
+    get_fn = &nvrtc.nvrtcGetLTOIR;
   } else if (target == CompileTarget::cubin) {
-    size_fn = nvrtcGetCUBINSize;
-    get_fn = nvrtcGetCUBIN;
+    size_fn = &nvrtc.nvrtcGetCUBINSize;
+    get_fn = &nvrtc.nvrtcGetCUBIN;
   }
   std::size_t size = 0;
-  check(size_fn(program, &size), "output size", "reading the output of '" + name + "'");
+  check((*size_fn)(program, &size), "output size", "reading the output of '" + name + "'");
   Bytes bytes(size, '\0');
-  check(get_fn(program, bytes.data()), "output", "reading the output of '" + name + "'");
+  check((*get_fn)(program, bytes.data()), "output", "reading the output of '" + name + "'");
   // PTX comes NUL-terminated; the NUL is not part of the text.
   if (target == CompileTarget::ptx && !bytes.empty() && bytes.back() == '\0') bytes.pop_back();
   return bytes;
@@ -116,14 +131,14 @@ std::vector<std::string> nvrtc_options(const CompileOptions& options) {
 CompileResult Program::compile(const CompileOptions& options) const {
   NvrtcProgram program(source_, name_, options.headers);
   for (const std::string& expression : options.name_expressions) {
-    check(nvrtcAddNameExpression(program.get(), expression.c_str()), "nvrtcAddNameExpression",
+    check(nvrtc.nvrtcAddNameExpression(program.get(), expression.c_str()), "nvrtcAddNameExpression",
           "adding name expression '" + expression + "' to '" + name_ + "'");
   }
   std::vector<std::string> option_strings = nvrtc_options(options);
   std::vector<const char*> option_pointers;
   for (const std::string& option : option_strings) option_pointers.push_back(option.c_str());
 
-  const nvrtcResult result = nvrtcCompileProgram(
+  const nvrtcResult result = nvrtc.nvrtcCompileProgram(
       program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
   // The log is read before the status is looked at: it is wanted either way.
   std::string log = program_log(program.get());
@@ -132,7 +147,7 @@ CompileResult Program::compile(const CompileOptions& options) const {
     for (const std::string& option : option_strings) joined += " " + option;
     throw Error(ErrorKind::compile, "NVRTC (nvrtcCompileProgram)",
                 "compiling '" + name_ + "' to " + std::string(to_string(options.target)) +
-                    " for " + options.arch.sm() + " failed: " + nvrtcGetErrorString(result) +
+                    " for " + options.arch.sm() + " failed: " + nvrtc.nvrtcGetErrorString(result) +
                     " (options:" + joined + ")",
                 log);
   }
@@ -140,7 +155,7 @@ CompileResult Program::compile(const CompileOptions& options) const {
   std::map<std::string, std::string> lowered;
   for (const std::string& expression : options.name_expressions) {
     const char* lowered_name = nullptr;
-    check(nvrtcGetLoweredName(program.get(), expression.c_str(), &lowered_name),
+    check(nvrtc.nvrtcGetLoweredName(program.get(), expression.c_str(), &lowered_name),
           "nvrtcGetLoweredName", "lowering name expression '" + expression + "' of '" + name_ + "'",
           log);
     lowered.emplace(expression, lowered_name);
@@ -180,7 +195,7 @@ const std::string& nvrtc_identity() {
 std::string nvrtc_version() {
   static const std::string version = [] {
     int major = 0, minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return std::string("unknown");
+    if (nvrtc.nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return std::string("unknown");
     return std::to_string(major) + "." + std::to_string(minor);
   }();
   return version;

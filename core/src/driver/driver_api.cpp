@@ -42,7 +42,7 @@ LoadedDriver load_driver() {
     }
   };
 #define CUJIT_RESOLVE_DRIVER_MEMBER(fn) \
-  resolve(CUJIT_EXPANDED_NAME(fn), reinterpret_cast<void**>(&loaded.api.fn));
+  resolve(CUJIT_EXPANDED_NAME(fn), reinterpret_cast<void**>(&loaded.api.fn.function));
   CUJIT_DRIVER_FUNCTIONS(CUJIT_RESOLVE_DRIVER_MEMBER)
 #undef CUJIT_RESOLVE_DRIVER_MEMBER
   if (!loaded.reason.empty()) return loaded;
@@ -87,7 +87,7 @@ std::string driver_identity() {
   int version = 0;
   api->cuDriverGetVersion(&version);
   return "driver " + std::to_string(version) + ": " +
-         library_identity(reinterpret_cast<const void*>(api->cuDriverGetVersion));
+         library_identity(reinterpret_cast<const void*>(api->cuDriverGetVersion.function));
 }
 
 const DriverApi& driver() {

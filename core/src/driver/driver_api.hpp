@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "support/vendor_call.hpp"
+
 namespace cujit::detail {
 
 // Each entry's type comes from cuda.h, so the versioned symbol (cuLinkCreate_v2...) and
@@ -27,8 +29,10 @@ namespace cujit::detail {
   X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuGraphExecKernelNodeSetParams) X(cuGraphExecUpdate) \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuCtxGetDevice)
 
+// Every entry is timed and counted on the calling thread (cujit/vendor_time.hpp); `.function`
+// is the raw pointer, for dlsym and for the library's identity.
 struct DriverApi {
-#define CUJIT_DECLARE_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;
+#define CUJIT_DECLARE_DRIVER_MEMBER(fn) VendorEntry<VendorLibrary::driver, decltype(&::fn)> fn;
   CUJIT_DRIVER_FUNCTIONS(CUJIT_DECLARE_DRIVER_MEMBER)
 #undef CUJIT_DECLARE_DRIVER_MEMBER
 };

@@ -8,9 +8,25 @@
 #include "link/link_session.hpp"
 #include "support/library_identity.hpp"
 #include "support/stderr_capture.hpp"
+#include "support/vendor_call.hpp"
 
 namespace cujit::detail {
 namespace {
+
+// Every nvJitLink function cujit calls, each timed and counted on the calling thread
+// (cujit/vendor_time.hpp): call them as nvjitlink.nvJitLinkComplete(...), never directly.
+// Most are inline wrappers in nvJitLink.h around versioned symbols; the table holds those.
+#define CUJIT_NVJITLINK_FUNCTIONS(X)                                                      \
+  X(nvJitLinkCreate) X(nvJitLinkDestroy) X(nvJitLinkAddData) X(nvJitLinkComplete)         \
+  X(nvJitLinkGetLinkedCubinSize) X(nvJitLinkGetLinkedCubin) X(nvJitLinkGetErrorLogSize)   \
+  X(nvJitLinkGetErrorLog) X(nvJitLinkGetInfoLogSize) X(nvJitLinkGetInfoLog) X(nvJitLinkVersion)
+
+struct NvJitLinkApi {
+#define CUJIT_NVJITLINK_MEMBER(fn) VendorEntry<VendorLibrary::nvjitlink, decltype(&::fn)> fn{&::fn};
+  CUJIT_NVJITLINK_FUNCTIONS(CUJIT_NVJITLINK_MEMBER)
+#undef CUJIT_NVJITLINK_MEMBER
+};
+constexpr NvJitLinkApi nvjitlink;
 
 std::string result_name(nvJitLinkResult result) {
   switch (result) {
@@ -45,12 +61,13 @@ class NvJitLinkSession final : public LinkSession {
     std::vector<const char*> pointers;
     for (const std::string& option : options) pointers.push_back(option.c_str());
     const nvJitLinkResult result =
-        nvJitLinkCreate(&handle_, static_cast<std::uint32_t>(pointers.size()), pointers.data());
+        nvjitlink.nvJitLinkCreate(&handle_, static_cast<std::uint32_t>(pointers.size()),
+                                  pointers.data());
     if (result != NVJITLINK_SUCCESS) {
       // A failed create can still hand back a handle holding the reason: read its log,
       // then release it (it leaked about 1 KB per failure before).
-      const std::string log = handle_ != nullptr ? read_log(nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog) : "";
-      if (handle_ != nullptr) nvJitLinkDestroy(&handle_);
+      const std::string log = handle_ != nullptr ? raw_error_log() : "";
+      if (handle_ != nullptr) nvjitlink.nvJitLinkDestroy(&handle_);
       handle_ = nullptr;
       std::string joined;
       for (const std::string& option : options) joined += " " + option;
@@ -61,7 +78,7 @@ class NvJitLinkSession final : public LinkSession {
   }
   ~NvJitLinkSession() override {
     if (handle_ != nullptr) {
-      nvJitLinkDestroy(&handle_);
+      nvjitlink.nvJitLinkDestroy(&handle_);
       handle_released(HandleKind::link_session);
     }
   }
@@ -77,28 +94,30 @@ class NvJitLinkSession final : public LinkSession {
                      tag_);
     const char* name = names_.back().c_str();
     return captured("nvJitLinkAddData", [&] {
-      return nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(), name);
+      return nvjitlink.nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(),
+                                        name);
     });
   }
 
   StepStatus complete() override {
-    return captured("nvJitLinkComplete", [&] { return nvJitLinkComplete(handle_); });
+    return captured("nvJitLinkComplete", [&] { return nvjitlink.nvJitLinkComplete(handle_); });
   }
 
   std::string info_log() const override {
-    return without_tag(read_log(nvJitLinkGetInfoLogSize, nvJitLinkGetInfoLog), tag_);
+    return without_tag(read_log(nvjitlink.nvJitLinkGetInfoLogSize, nvjitlink.nvJitLinkGetInfoLog),
+                       tag_);
   }
   std::string error_log() const override {
-    return without_tag(read_log(nvJitLinkGetErrorLogSize, nvJitLinkGetErrorLog), tag_) + stderr_messages_;
+    return without_tag(raw_error_log(), tag_) + stderr_messages_;
   }
 
   StepStatus cubin(Bytes& image) const override {
     std::size_t size = 0;
-    nvJitLinkResult result = nvJitLinkGetLinkedCubinSize(handle_, &size);
+    nvJitLinkResult result = nvjitlink.nvJitLinkGetLinkedCubinSize(handle_, &size);
     if (result != NVJITLINK_SUCCESS) return {false, "nvJitLinkGetLinkedCubinSize", result_name(result)};
     if (size == 0) return {false, "nvJitLinkGetLinkedCubinSize", "an empty cubin"};
     image.assign(size, '\0');
-    result = nvJitLinkGetLinkedCubin(handle_, image.data());
+    result = nvjitlink.nvJitLinkGetLinkedCubin(handle_, image.data());
     if (result != NVJITLINK_SUCCESS) return {false, "nvJitLinkGetLinkedCubin", result_name(result)};
     return {};
   }
@@ -137,6 +156,10 @@ class NvJitLinkSession final : public LinkSession {
     return log;
   }
 
+  std::string raw_error_log() const {
+    return read_log(nvjitlink.nvJitLinkGetErrorLogSize, nvjitlink.nvJitLinkGetErrorLog);
+  }
+
   nvJitLinkHandle handle_ = nullptr;
   std::string tag_ = unique_stderr_tag();
   std::deque<std::string> names_;  // stable addresses: see add()
@@ -158,7 +181,9 @@ std::string nvjitlink_library_identity() {
 std::string nvjitlink_version_string() {
   static const std::string version = [] {
     unsigned major = 0, minor = 0;
-    if (nvJitLinkVersion(&major, &minor) != NVJITLINK_SUCCESS) return std::string("unknown");
+    if (nvjitlink.nvJitLinkVersion(&major, &minor) != NVJITLINK_SUCCESS) {
+      return std::string("unknown");
+    }
     return std::to_string(major) + "." + std::to_string(minor);
   }();
   return version;
