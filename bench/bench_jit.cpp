@@ -42,7 +42,9 @@ void cujit_nvrtc(benchmark::State& state, const JitScenario* scenario, CompileTa
   const Program program(scenario_source(*scenario), scenario->source);
   const CompileOptions options = compile_options(target);
   (void)program.compile(options);  // warm-up
+  const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(program.compile(options));
+  share.finish(state);
 }
 
 // cujit's Program::compile against nvrtcCreateProgram + nvrtcCompileProgram with the
@@ -63,7 +65,9 @@ Pair nvrtc_pair(const JitScenario& scenario, CompileTarget target) {
 void cujit_e2e(benchmark::State& state, const JitScenario* scenario) {
   BuildCache off(cache_config(CacheMode::off));
   (void)cujit_link(*scenario, off, arch);
+  const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(cujit_link(*scenario, off, arch));
+  share.finish(state);
 }
 
 Pair e2e_pair(const JitScenario& scenario) {
@@ -114,7 +118,9 @@ Pair nvjitlink_pair(const JitScenario& scenario) {
 void kernel_link_memory_hit(benchmark::State& state, const JitScenario* scenario) {
   BuildCache cache(cache_config(CacheMode::memory));
   (void)cujit_link(*scenario, cache, arch);
+  const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(cujit_link(*scenario, cache, arch));
+  share.finish(state);
 }
 
 // ---- registration -------------------------------------------------------------------------

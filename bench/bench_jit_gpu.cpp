@@ -77,7 +77,9 @@ std::string raw_load(const std::string& cubin, const std::string& kernel_name) {
 
 void cujit_module_load(benchmark::State& state, const JitScenario* scenario) {
   const std::string cubin = cujit_cubin(*scenario);
+  const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(cujit_load(cubin, *scenario));
+  share.finish(state);
 }
 
 Pair module_load_pair(const JitScenario& scenario) {
@@ -89,7 +91,9 @@ Pair module_load_pair(const JitScenario& scenario) {
 void cujit_e2e_launchable(benchmark::State& state, const JitScenario* scenario) {
   auto build = [&] { return cujit_load(cujit_cubin(*scenario), *scenario); };
   (void)build();
+  const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(build());
+  share.finish(state);
 }
 
 Pair e2e_launchable_pair(const JitScenario& scenario) {
@@ -110,7 +114,9 @@ std::string cujit_driver_link(const std::vector<LinkableCode>& inputs) {
 void cujit_driver_link_bench(benchmark::State& state, const JitScenario* scenario) {
   const std::vector<LinkableCode> inputs = compiled_inputs(*scenario, device_arch(), LinkerBackend::driver);
   (void)cujit_driver_link(inputs);
+  const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(cujit_driver_link(inputs));
+  share.finish(state);
 }
 
 // cuLink* with the options cujit's driver session passes: both log buffers, verbose

@@ -194,3 +194,20 @@ int run_main(int argc, char** argv, const std::function<void()>& register_benchm
 }
 
 }  // namespace cujit::bench
+
+namespace cujit::bench {
+
+void VendorShare::finish(benchmark::State& state) const {
+  const double wall = seconds_since(start_);
+  const VendorTime spent = vendor_time() - vendor_;
+  const auto iterations = static_cast<double>(state.iterations());
+  if (iterations <= 0) return;
+  const auto per_iteration = [&](std::uint64_t ns) { return static_cast<double>(ns) * 1e-9 / iterations; };
+  state.counters["nvrtc_s"] = per_iteration(spent.nvrtc_ns);
+  state.counters["nvjitlink_s"] = per_iteration(spent.nvjitlink_ns);
+  state.counters["driver_s"] = per_iteration(spent.driver_ns);
+  state.counters["vendor_s"] = per_iteration(spent.total_ns());
+  state.counters["own_s"] = wall / iterations - per_iteration(spent.total_ns());
+}
+
+}  // namespace cujit::bench

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "cujit/vendor_time.hpp"
+
 namespace cujit::bench {
 
 // The schema of cujit benchmark JSON (reports/ check it): Google Benchmark's JSON with
@@ -48,6 +50,20 @@ using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+
+// Where a cujit figure's time goes: wrap a benchmark's timed loop in one; finish() adds
+// the per-iteration counters nvrtc_s, nvjitlink_s, driver_s (time inside each vendor
+// library, cujit::vendor_time), vendor_s (their sum) and own_s (the wall time of the loop
+// less vendor_s: cujit's own work, with lock waits and the loop's own cost).
+class VendorShare {
+ public:
+  VendorShare() : vendor_(vendor_time()), start_(Clock::now()) {}
+  void finish(benchmark::State& state) const;
+
+ private:
+  VendorTime vendor_;
+  Clock::time_point start_;
+};
 
 // What a child is asked to do: the arguments after --cujit-child.
 using ChildArguments = std::vector<std::string>;
