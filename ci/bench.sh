@@ -7,6 +7,8 @@
 #                               the families in CUJIT_BENCH_GATE (default: bench_jit and
 #                               bench_jit_gpu, cold) at full size, then reports/compare.py
 #                               against BASELINE/<same file>: exit 1 on a regression
+#                               (CUJIT_GATE_THRESHOLD, default 0.10: a slowdown fails when
+#                               the whole 95% interval is past it)
 # Files are named <executable>-<state>.json, the state being what the run record says:
 # "cold" (CUDA_CACHE_DISABLE=1: NVRTC's, nvJitLink's and the driver's own caches off, as on a
 # fresh CI machine) or "vendor-cache-warm" (those caches on, as on a developer's machine).
@@ -56,7 +58,7 @@ case "$mode" in
         status=1
         continue
       fi
-      "$python" reports/compare.py "$baseline/$file" "$current" --markdown "$out/gate-${file%.json}.md" \
+      "$python" reports/compare.py "$baseline/$file" "$current" --threshold "${CUJIT_GATE_THRESHOLD:-0.10}" --markdown "$out/gate-${file%.json}.md" \
         > "$out/gate-${file%.json}.log" 2>&1
       verdict=$?
       head -1 "$out/gate-${file%.json}.log"
