@@ -150,7 +150,7 @@ void register_all() {
     register_pair("e2e_cubin/" + s->name, [s] { return e2e_pair(*s); });
     benchmark::RegisterBenchmark(("cujit/first_call_new_process/" + s->name).c_str(),
                                  first_call_new_process, s)
-        ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 3)->Repetitions(reps)->UseManualTime();
+        ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(reps)->UseManualTime();
     benchmark::RegisterBenchmark(("cujit/kernel_link/" + s->name + "/memory_hit").c_str(),
                                  kernel_link_memory_hit, s)
         ->Unit(benchmark::kMicrosecond)->Repetitions(reps);

@@ -4,8 +4,9 @@
 #   ci/bench.sh [OUT]           every family in both vendor-cache states; GPU families need a
 #                               device; peers and exec-to-first-result if python has them
 #   ci/bench.sh --gate BASELINE [OUT]
-#                               the families in CUJIT_BENCH_GATE (default: bench_jit and
-#                               bench_jit_gpu, cold) at full size, then reports/compare.py
+#                               the executables in CUJIT_BENCH_GATE (default: bench_jit_gpu,
+#                               whose e2e families hold NVRTC and nvJitLink work too; cold) at
+#                               full size, then reports/compare.py
 #                               against BASELINE/<same file>: exit 1 on a regression
 #                               (CUJIT_GATE_THRESHOLD, default 0.10: a slowdown fails when
 #                               the whole 95% interval is past it)
@@ -50,7 +51,7 @@ case "$mode" in
     run cold bench_reduce --cujit-quick
     ;;
   gate)
-    for name in ${CUJIT_BENCH_GATE:-bench_jit bench_jit_gpu}; do run cold "$name"; done
+    for name in ${CUJIT_BENCH_GATE:-bench_jit_gpu}; do run cold "$name"; done
     for current in "$out"/*.json; do
       file=$(basename "$current")
       if [ ! -f "$baseline/$file" ]; then

@@ -54,7 +54,7 @@ struct StopRule {
   int min_rounds = 9;
   int max_rounds = 400;
   double target_noise = 0.02;  // relative half width of the ratio's interval
-  double budget_seconds = 6;   // wall time of the timed rounds
+  double budget_seconds = 4;   // wall time of the timed rounds
 };
 
 // The stop rule for this run's mode (quick: a short budget; full: the defaults).
