@@ -124,18 +124,20 @@ struct Commit {
   std::string tree;  // clean / modified / unknown
 };
 
-// The commit of the source tree now (a build configured earlier may have been committed
-// since), else CUJIT_GIT_COMMIT from the environment (for a copy of the tree without .git,
-// such as the GPU machine's), else what git said at configure time, else "unknown".
+// CUJIT_GIT_COMMIT from the environment when it is set: the GPU machine's copy of the tree
+// is a repository of its own whose commit is not the project's, so whoever copies a tree
+// says which commit it is. Else the commit of the source tree now (a build configured
+// earlier may have been committed since), else what git said at configure time, else
+// "unknown".
 Commit git_commit() {
+  if (const char* env = std::getenv("CUJIT_GIT_COMMIT"); env != nullptr && *env != '\0') {
+    if (is_commit(env)) return {env, "unknown"};
+    std::fprintf(stderr, "cujit bench: CUJIT_GIT_COMMIT is not a lower-case hex commit hash; ignored\n");
+  }
   if (const auto head = git({}, {"rev-parse", "--verify", "HEAD"}); head && is_commit(trim(*head))) {
     // --no-optional-locks: never take index.lock, which would fail a concurrent commit.
     const auto status = git({"--no-optional-locks"}, {"status", "--porcelain", "--untracked-files=no"});
     return {trim(*head), status ? (trim(*status).empty() ? "clean" : "modified") : "unknown"};
-  }
-  if (const char* env = std::getenv("CUJIT_GIT_COMMIT"); env != nullptr && *env != '\0') {
-    if (is_commit(env)) return {env, "unknown"};
-    std::fprintf(stderr, "cujit bench: CUJIT_GIT_COMMIT is not a lower-case hex commit hash; ignored\n");
   }
   if (is_commit(CUJIT_GIT_COMMIT)) return {CUJIT_GIT_COMMIT, "unknown"};
   return {"unknown", "unknown"};

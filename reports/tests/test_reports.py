@@ -557,7 +557,8 @@ class RunRecordTest(unittest.TestCase):
         if stale:
             self.skipTest(stale)
 
-    def run_bench(self, name, env_set=None, env_unset=("CUDA_CACHE_DISABLE", "CUDA_MODULE_LOADING"), args=()):
+    def run_bench(self, name, env_set=None, env_unset=("CUDA_CACHE_DISABLE", "CUDA_MODULE_LOADING", "CUJIT_GIT_COMMIT"),
+                  args=()):
         env = {k: v for k, v in os.environ.items() if k not in env_unset and k != "CUJIT_BENCH_QUICK"}
         env.update(env_set or {})
         out = os.path.join(self.tmp.name, name + ".json")
@@ -572,6 +573,17 @@ class RunRecordTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         run = bench_json.load(out)
         return run, {head_before, _git_head(self.source)} - {None}
+
+    def test_a_named_commit_wins_over_the_trees_own(self):
+        # The GPU machine's copy is a repository of its own: the caller names the commit.
+        named = "0123456789abcdef0123456789abcdef01234567"
+        run, _ = self.record("named", env_set={"CUJIT_GIT_COMMIT": named})
+        self.assertEqual(run.context["cujit_git_commit"], named)
+        self.assertEqual(run.context["cujit_git_tree"], "unknown")
+        done, out = self.run_bench("bad_name", env_set={"CUJIT_GIT_COMMIT": "not a hash; rm -rf"})
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("CUJIT_GIT_COMMIT is not a lower-case hex commit hash; ignored", done.stderr)
+        self.assertNotEqual(bench_json.load(out).context["cujit_git_commit"], "not a hash; rm -rf")
 
     def test_every_field_is_recorded_and_follows_the_environment(self):
         run, heads = self.record("warm")
