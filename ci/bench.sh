@@ -79,9 +79,9 @@ case "$mode" in
       disable=0
       [ "$state" = cold ] && disable=1
       if wanted peers; then
-        CUDA_CACHE_DISABLE=$disable "$python" bench/peers/numba_peer.py "$out/peer_numba-$state.json" scenarios 9 \
+        CUJIT_BUILD_DIR=$build CUDA_CACHE_DISABLE=$disable "$python" bench/peers/numba_peer.py "$out/peer_numba-$state.json" scenarios 9 \
           > "$out/peer_numba-$state.log" 2>&1 || status=1
-        CUDA_CACHE_DISABLE=$disable "$python" bench/peers/cuda_core_peer.py "$out/peer_cuda_core-$state.json" \
+        CUJIT_BUILD_DIR=$build CUDA_CACHE_DISABLE=$disable "$python" bench/peers/cuda_core_peer.py "$out/peer_cuda_core-$state.json" \
           scenarios 9 > "$out/peer_cuda_core-$state.log" 2>&1 || status=1
       fi
     done

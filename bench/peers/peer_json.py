@@ -1,6 +1,7 @@
 """Writes peer measurements in the JSON schema of cujit's benchmarks (Google Benchmark's
 layout with context.cujit_schema), so reports put peers next to cujit."""
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -54,9 +55,13 @@ def failure(name, message):
 
 
 def write(path, peer, version, benchmarks, extra_context=None):
-    context = {"cujit_schema": SCHEMA, "peer": peer, "peer_version": version,
-               "host_name": platform.node(), "python": platform.python_version(),
-               "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    """The JSON file, its context holding the run record (machine_record.py) of the build in
+    CUJIT_BUILD_DIR (default build/default): device, driver release, vendor-cache state, host."""
+    from machine_record import run_record  # noqa: PLC0415 - run.py imports this module too
+    context = run_record(os.environ.get("CUJIT_BUILD_DIR", "build/default"))
+    context.update({"cujit_schema": SCHEMA, "peer": peer, "peer_version": version,
+                    "host_name": platform.node(), "python": platform.python_version(),
+                    "date": time.strftime("%Y-%m-%dT%H:%M:%S")})
     context.update(extra_context or {})
     with open(path, "w", encoding="utf-8") as out:
         json.dump({"context": context, "benchmarks": benchmarks}, out, indent=1)
