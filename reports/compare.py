@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cujit_reports import bench_json  # noqa: E402
 from cujit_reports.stats import median, ratio_interval  # noqa: E402
+from cujit_reports.tables import fmt_time  # noqa: E402
 
 # With 9 repetitions a side, the exact 95% interval is the 18th smallest to the 18th largest
 # of the 81 pairwise ratios: one or two odd repetitions cannot decide a verdict. Below 4 a
@@ -167,15 +168,6 @@ def compare(baseline, current, threshold):
             for name in sorted(set(baseline) | set(current))]
 
 
-def _time(seconds):
-    if seconds is None:
-        return "-"
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
 def _interval(row):
     return f"[{row.low:.3f}, {row.high:.3f}]" if row.low is not None else "-"
 
@@ -219,7 +211,7 @@ def markdown(rows, threshold, baseline=None, current=None, allowed=()):
         n = f"{r.repetitions[0]}/{r.repetitions[1]}" if r.verdict not in ("missing", "error") else "-"
         paired = r.name.startswith("pair/")
         # A pair's two figures are its cujit / floor ratios, not times.
-        shown = [f"{v:.3f}x floor" if paired and v is not None else _time(v) for v in (r.baseline, r.current)]
+        shown = [f"{v:.3f}x floor" if paired and v is not None else fmt_time(v) for v in (r.baseline, r.current)]
         if paired and r.verdict not in ("missing", "error"):
             n = "paired"
         lines.append(f"| `{r.name}` | {shown[0]} | {shown[1]} | {ratio} | {_interval(r)} | "
