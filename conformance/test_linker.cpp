@@ -102,6 +102,33 @@ TEST(LinkedCode, WhatALinkReportsSurvivesTheDiskTier) {
   EXPECT_EQ(hit.result.dropped_duplicates, built.result.dropped_duplicates);
 }
 
+// The definitions check remembers inputs it has read by their exact bytes: an input of the
+// same size as one read before, defining another name, is read afresh.
+TEST(LinkerInputs, DefinitionsOfARememberedInputAreNeverTakenForAnothers) {
+  const std::string dev_mul = test::read_bytes(test::fixture_path("dev_mul.ptx"));
+  const std::string dev_add = test::read_bytes(test::fixture_path("dev_add.ptx"));
+  auto link = [](const std::string& first, const std::string& second) {
+    Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
+    linker.add_data(Format::ptx, first, "first.ptx").add_data(Format::ptx, second, "second.ptx");
+    return linker.link();
+  };
+  for (int round = 0; round < 2; ++round) {  // the second round reads remembered inputs
+    EXPECT_NO_THROW((void)link(dev_add, dev_mul)) << round;
+    CUJIT_EXPECT_ERROR((void)link(dev_add, dev_add + "\n"), ErrorKind::link, error,
+                       EXPECT_NE(std::string(error.what()).find("'dev_add' in"), std::string::npos)
+                           << error.what(););
+  }
+  // dev_mul's bytes with the name changed to one of the same length: dev_add again.
+  std::string renamed = dev_mul;
+  for (std::size_t at = renamed.find("dev_mul"); at != std::string::npos; at = renamed.find("dev_mul", at)) {
+    renamed.replace(at, 7, "dev_add");
+  }
+  ASSERT_EQ(renamed.size(), dev_mul.size());
+  CUJIT_EXPECT_ERROR((void)link(dev_add, renamed), ErrorKind::link, error,
+                     EXPECT_NE(std::string(error.what()).find("defined more than once"), std::string::npos)
+                         << error.what(););
+}
+
 TEST(LinkerInputs, NothingToLinkIsAUsageError) {
   Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
   CUJIT_EXPECT_ERROR(linker.link(), ErrorKind::usage, error, (void)error;);

@@ -8,11 +8,18 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <optional>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "cujit/linker.hpp"
 #include "support/fixtures.hpp"
 #include "support/linking.hpp"
+// The nvJitLink session's testing seam; self-contained, included by its path (this
+// executable does not see core/src).
+#include "../core/src/link/nvjitlink_test_hook.hpp"
 
 namespace cujit {
 namespace {
@@ -195,6 +202,153 @@ TEST(HostileStderr, ConcurrentLinksClaimOnlyTheirOwnErrors) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// ---- links run concurrently, each inside its own capture -------------------------------
+
+// Holds the links of one thread inside their nvJitLinkComplete step (their stderr capture
+// active) until released, and counts the steps in flight. Installed for a test's lifetime.
+class HeldSteps {
+ public:
+  explicit HeldSteps(std::thread::id held) : held_(held) {
+    detail::set_nvjitlink_step_hook(&HeldSteps::hook, this);
+  }
+  ~HeldSteps() { detail::set_nvjitlink_step_hook(nullptr, nullptr); }
+  HeldSteps(const HeldSteps&) = delete;
+  HeldSteps& operator=(const HeldSteps&) = delete;
+
+  // Bounded waits: a link that waited for the held one would time out here, not hang.
+  bool wait_until_held() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(60), [&] { return inside_; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  bool release_timed_out() const { return timed_out_; }
+  int most_steps_in_flight() const { return most_; }
+
+ private:
+  static void hook(const char* call, const void*, std::size_t, void* context) {
+    auto* self = static_cast<HeldSteps*>(context);
+    const int now = ++self->in_flight_;
+    int most = self->most_.load();
+    while (now > most && !self->most_.compare_exchange_weak(most, now)) {
+    }
+    if (std::string(call) == "nvJitLinkComplete" && std::this_thread::get_id() == self->held_) {
+      std::unique_lock<std::mutex> lock(self->mutex_);
+      self->inside_ = true;
+      self->changed_.notify_all();
+      if (!self->changed_.wait_for(lock, std::chrono::seconds(60), [&] { return self->released_; })) {
+        self->timed_out_ = true;
+      }
+    }
+    --self->in_flight_;
+  }
+
+  std::thread::id held_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool inside_ = false;
+  bool released_ = false;
+  std::atomic<bool> timed_out_{false};
+  std::atomic<int> in_flight_{0};
+  std::atomic<int> most_{0};
+};
+
+// What makes concurrent links fast: no lock is held through a link (nor through its stderr
+// capture), so another thread's link runs to the end while this one is inside nvJitLink.
+TEST(LinkConcurrency, AnotherThreadsLinkCompletesWhileOneIsInsideNvJitLink) {
+  std::optional<HeldSteps> held;
+  std::mutex ready;
+  ready.lock();
+  std::string held_result;
+  std::thread a([&] {
+    ready.lock();  // the hook is installed for this thread
+    ready.unlock();
+    try {
+      held_result = link_files({"dev_add.ptx", "scale_kernel.ptx"}).code.bytes().empty() ? "empty" : "linked";
+    } catch (const Error& error) {
+      held_result = error.what();
+    }
+  });
+  held.emplace(a.get_id());
+  ready.unlock();
+  ASSERT_TRUE(held->wait_until_held()) << "the held link never reached nvJitLinkComplete";
+  // Held thread A is inside its capture and nvJitLinkComplete: this link must not wait.
+  bool linked = false;
+  try {
+    linked = !link_files({"dev_mul.ptx", "scale_kernel.ptx"}).code.bytes().empty();
+  } catch (const Error& error) {
+    ADD_FAILURE() << error.what();
+  }
+  held->release();
+  a.join();
+  EXPECT_TRUE(linked);
+  EXPECT_FALSE(held->release_timed_out()) << "the second link waited for the held one";
+  EXPECT_GE(held->most_steps_in_flight(), 2) << "two links' steps never overlapped";
+  EXPECT_EQ(held_result, "linked");
+}
+
+// While a clean link is held inside its capture, another link's stderr-only errors are
+// claimed by that other link alone, and neither is printed.
+TEST(HostileStderr, ALinkHeldInsideItsCaptureClaimsNoneOfAnotherLinksErrors) {
+  test::TempDir dir;
+  StderrToFile redirect(dir.path() / "stderr.txt");
+  std::optional<HeldSteps> held;
+  std::mutex ready;
+  ready.lock();
+  std::string held_result;
+  std::thread a([&] {
+    ready.lock();
+    ready.unlock();
+    try {
+      held_result = link_files({"dev_add.ptx", "scale_kernel.ptx"}).code.bytes().empty() ? "empty" : "linked";
+    } catch (const Error& error) {
+      held_result = error.what();
+    }
+  });
+  held.emplace(a.get_id());
+  ready.unlock();
+  ASSERT_TRUE(held->wait_until_held());
+  try {
+    (void)link_files({"dev_add.o", "dev_add_ptx.fatbin"});
+    ADD_FAILURE() << "linked although dev_add is defined twice";
+  } catch (const LinkError& error) {
+    EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"});
+    EXPECT_FALSE(contains(error.what(), "#cujit-link-")) << error.what();
+  }
+  write_line("error   : a line of the test's own, while a link is held");
+  held->release();
+  a.join();
+  EXPECT_EQ(held_result, "linked");
+  const std::string written = read_bytes(dir.path() / "stderr.txt");
+  EXPECT_FALSE(contains(written, "Multiple definition")) << "a claimed diagnostic was printed";
+  EXPECT_TRUE(contains(written, "a line of the test's own, while a link is held")) << written;
+}
+
+// nvJitLink reads each input from the LinkableCode's own buffer: nothing is copied on the way.
+TEST(LinkInputs, NvJitLinkIsHandedEachInputsOwnBytes) {
+  struct Seen {
+    std::vector<std::pair<const void*, std::size_t>> data;
+  } seen;
+  detail::set_nvjitlink_step_hook(
+      [](const char* call, const void* data, std::size_t size, void* context) {
+        if (std::string(call) == "nvJitLinkAddData") static_cast<Seen*>(context)->data.emplace_back(data, size);
+      },
+      &seen);
+  Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
+  linker.add_file(fixture_path("scale_kernel.ptx")).add_file(fixture_path("dev_add.cubin"));
+  const LinkResult result = linker.link();
+  detail::set_nvjitlink_step_hook(nullptr, nullptr);
+  ASSERT_EQ(seen.data.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(seen.data[i].first, static_cast<const void*>(linker.inputs()[i].bytes().data())) << i;
+    EXPECT_EQ(seen.data[i].second, linker.inputs()[i].bytes().size()) << i;
+  }
+  EXPECT_FALSE(result.code.bytes().empty());
 }
 
 // ---- file-level: both backends, CPU --------------------------------------------------

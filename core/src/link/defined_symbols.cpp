@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <list>
+#include <mutex>
 
 #include "support/ptx_scan.hpp"
 
@@ -62,6 +64,61 @@ std::optional<std::vector<std::string>> defined_symbols(const LinkableCode& code
     case Format::cubin: return elf_global_definitions(code.bytes());
     default: return std::nullopt;
   }
+}
+
+}  // namespace cujit::detail
+
+namespace cujit::detail {
+namespace {
+
+class DefinitionsMemo {
+ public:
+  std::shared_ptr<const std::vector<std::string>> get(const LinkableCode& code) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->format != code.format() || it->bytes != code.bytes()) continue;
+        entries_.splice(entries_.begin(), entries_, it);
+        return entries_.front().names;
+      }
+    }
+    auto found = defined_symbols(code);
+    if (!found) return nullptr;
+    auto names = std::make_shared<const std::vector<std::string>>(std::move(*found));
+    if (code.bytes().size() > max_bytes / 4) return names;  // too large to keep
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.push_front(Entry{code.format(), code.bytes(), names});
+    bytes_ += code.bytes().size();
+    while (entries_.size() > max_entries || bytes_ > max_bytes) {
+      bytes_ -= entries_.back().bytes.size();
+      entries_.pop_back();
+    }
+    return names;
+  }
+
+ private:
+  struct Entry {
+    Format format;
+    Bytes bytes;
+    std::shared_ptr<const std::vector<std::string>> names;
+  };
+  static constexpr std::size_t max_entries = 64;
+  static constexpr std::size_t max_bytes = std::size_t{32} << 20;
+  std::mutex mutex_;
+  std::list<Entry> entries_;  // most recently used first
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace
+
+bool definitions_readable(Format format) noexcept {
+  return format == Format::ptx || format == Format::cubin;
+}
+
+std::shared_ptr<const std::vector<std::string>> remembered_definitions(const LinkableCode& code) {
+  if (!definitions_readable(code.format())) return nullptr;
+  static DefinitionsMemo* memo = new DefinitionsMemo();  // never destroyed: links may run at exit
+  return memo->get(code);
 }
 
 }  // namespace cujit::detail

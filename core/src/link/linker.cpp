@@ -65,13 +65,23 @@ std::string join(const std::vector<std::string>& items) {
 // The same symbol defined by two inputs, found before any backend sees them where the
 // inputs can be read (PTX, cubin). Both backends then fail the same way, and nvJitLink 13.0
 // never reaches its multiple-definition path, which crashes the process once an LTO link
-// has run in it.
-void check_duplicate_definitions(const std::vector<const LinkableCode*>& inputs, const std::string& what) {
-  std::map<std::string, const LinkableCode*> first;
+// has run in it. A lone PTX input has nothing to be compared with; inputs linked before are
+// not scanned again (detail::remembered_definitions).
+template <class What>
+void check_duplicate_definitions(const std::vector<const LinkableCode*>& inputs, const What& what) {
+  std::vector<const LinkableCode*> readable;
+  for (const LinkableCode* code : inputs) {
+    if (detail::definitions_readable(code->format())) readable.push_back(code);
+  }
+  // One PTX input names each of its definitions once; one cubin's symbol table can repeat
+  // a name, and is still read.
+  if (readable.empty() || (readable.size() == 1 && readable.front()->format() == Format::ptx)) return;
+  std::map<std::string_view, const LinkableCode*> first;
   std::vector<std::string> duplicates;
   std::string detail;
-  for (const LinkableCode* code : inputs) {
-    const auto names = detail::defined_symbols(*code);
+  std::vector<std::shared_ptr<const std::vector<std::string>>> held;  // keeps the views valid
+  for (const LinkableCode* code : readable) {
+    auto names = detail::remembered_definitions(*code);
     if (!names) continue;
     for (const std::string& name : *names) {
       const auto [at, inserted] = first.emplace(name, code);
@@ -80,10 +90,11 @@ void check_duplicate_definitions(const std::vector<const LinkableCode*>& inputs,
       detail += (detail.empty() ? "" : "; ") + std::string("'") + name + "' in " + describe_input(*code) +
                 " and " + describe_input(*at->second);
     }
+    held.push_back(std::move(names));
   }
   if (duplicates.empty()) return;
   throw LinkError("Linker (definitions check, before the backend)",
-                  what + " failed: symbol(s) defined more than once: " + detail, {}, {},
+                  what() + " failed: symbol(s) defined more than once: " + detail, {}, {},
                   std::move(duplicates));
 }
 
@@ -296,9 +307,10 @@ CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& op
 LinkResult Linker::link() const {
   std::vector<std::string> dropped;
   const std::vector<const LinkableCode*> unique = distinct_inputs(inputs_, &dropped);
-  const std::string what = "linking " + describe_inputs(unique) + " for " + options_.arch.sm();
+  // Built only when a message needs it: describing an unnamed input hashes its bytes.
+  const auto what = [&] { return "linking " + describe_inputs(unique) + " for " + options_.arch.sm(); };
   if (unique.empty()) {
-    throw Error(ErrorKind::usage, "Linker::link", what + ": nothing was added");
+    throw Error(ErrorKind::usage, "Linker::link", what() + ": nothing was added");
   }
   check_duplicate_definitions(unique, what);
   // nvJitLink fails an LTO link that has no LTO-IR (NO_MODULE_IN_PROGRAM): LTO is asked
@@ -320,10 +332,10 @@ LinkResult Linker::link() const {
   detail::StepStatus step = session->complete();
   const std::string error_log = session->error_log();
   const std::string info_log = session->info_log();
-  if (!step.ok) throw_link_error(*session, step, what, error_log, info_log);
+  if (!step.ok) throw_link_error(*session, step, what(), error_log, info_log);
   Bytes image;
   step = session->cubin(image);
-  if (!step.ok) throw_link_error(*session, step, what + " (reading the linked cubin)", error_log, info_log);
+  if (!step.ok) throw_link_error(*session, step, what() + " (reading the linked cubin)", error_log, info_log);
   const std::string& first = unique.front()->name();
   const std::string stem = first.substr(0, first.rfind('.') == std::string::npos ? first.size() : first.rfind('.'));
   LinkableCode code = LinkableCode::cubin(std::move(image), (stem.empty() ? "linked" : stem) + ".linked.cubin");

@@ -1,11 +1,13 @@
 // The nvJitLink backend of the Linker.
 #include <nvJitLink.h>
 
+#include <atomic>
 #include <deque>
 
 #include "support/handle_counts.hpp"
 #include "cujit/error.hpp"
 #include "link/link_session.hpp"
+#include "link/nvjitlink_test_hook.hpp"
 #include "support/library_identity.hpp"
 #include "support/stderr_capture.hpp"
 #include "support/vendor_call.hpp"
@@ -52,6 +54,15 @@ std::string result_name(nvJitLinkResult result) {
   }
 }
 
+std::atomic<NvJitLinkStepHook> step_hook{nullptr};
+std::atomic<void*> step_hook_context{nullptr};
+
+void run_step_hook(const char* call, const void* data, std::size_t size) {
+  if (const NvJitLinkStepHook hook = step_hook.load(std::memory_order_acquire)) {
+    hook(call, data, size, step_hook_context.load(std::memory_order_acquire));
+  }
+}
+
 class NvJitLinkSession final : public LinkSession {
  public:
   NvJitLinkSession(const Arch& arch, bool lto, const std::vector<std::string>& extra) {
@@ -94,13 +105,17 @@ class NvJitLinkSession final : public LinkSession {
                      tag_);
     const char* name = names_.back().c_str();
     return captured("nvJitLinkAddData", [&] {
+      run_step_hook("nvJitLinkAddData", code.bytes().data(), code.bytes().size());
       return nvjitlink.nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(),
                                         name);
     });
   }
 
   StepStatus complete() override {
-    return captured("nvJitLinkComplete", [&] { return nvjitlink.nvJitLinkComplete(handle_); });
+    return captured("nvJitLinkComplete", [&] {
+      run_step_hook("nvJitLinkComplete", nullptr, 0);
+      return nvjitlink.nvJitLinkComplete(handle_);
+    });
   }
 
   std::string info_log() const override {
@@ -126,9 +141,10 @@ class NvJitLinkSession final : public LinkSession {
 
  private:
   // nvJitLink 13.0 reports some errors (multiple definitions, found while adding a cubin
-  // or at completion) only as "@E@" lines on stderr, with NVJITLINK_SUCCESS. Each call runs
-  // under a stderr capture, and such lines that name this session's (tagged) inputs make
-  // the step fail; nothing another thread prints can.
+  // or at completion) only as "@E@" lines on stderr, with NVJITLINK_SUCCESS. Each call that
+  // can print (AddData, Complete) runs under a stderr capture, and such lines that name
+  // this session's (tagged) inputs make the step fail; nothing another thread prints can.
+  // The session's tap_scope_ keeps the tap installed from the first step to the last.
   template <class Call>
   StepStatus captured(const char* name, Call call) {
     StderrCapture capture(tag_);
@@ -160,6 +176,9 @@ class NvJitLinkSession final : public LinkSession {
     return read_log(nvjitlink.nvJitLinkGetErrorLogSize, nvjitlink.nvJitLinkGetErrorLog);
   }
 
+  // First member: the tap is installed before the handle exists and removed after it is
+  // destroyed, once per link rather than once per call.
+  StderrTapScope tap_scope_;
   nvJitLinkHandle handle_ = nullptr;
   std::string tag_ = unique_stderr_tag();
   std::deque<std::string> names_;  // stable addresses: see add()
@@ -167,6 +186,11 @@ class NvJitLinkSession final : public LinkSession {
 };
 
 }  // namespace
+
+void set_nvjitlink_step_hook(NvJitLinkStepHook hook, void* context) noexcept {
+  step_hook_context.store(context, std::memory_order_release);
+  step_hook.store(hook, std::memory_order_release);
+}
 
 std::unique_ptr<LinkSession> open_nvjitlink_session(const Arch& arch, bool lto,
                                                     const std::vector<std::string>& extra) {

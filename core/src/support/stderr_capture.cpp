@@ -1,16 +1,19 @@
 #include "support/stderr_capture.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string_view>
 #include <thread>
 
@@ -19,11 +22,11 @@ namespace {
 
 // What every session tag starts with (unique_stderr_tag).
 constexpr std::string_view tag_prefix = "#cujit-link-";
-// A line the tap recognises as its own barrier: never forwarded.
-constexpr std::string_view marker_prefix = "\x02" "cujit-stderr-marker ";
 // Lines kept for captures that are still running; older ones are dropped.
 constexpr std::size_t journal_capacity = 1 << 16;
-constexpr std::chrono::seconds marker_timeout{5};
+// How long removing the tap waits for writes still in flight into its pipe (a child process
+// that inherited fd 2 can hold the pipe open for ever; the reader thread then finishes it).
+constexpr std::chrono::seconds eof_timeout{5};
 
 void write_all(int fd, std::string_view text) {
   while (!text.empty()) {
@@ -46,22 +49,38 @@ std::optional<std::string> linker_message(std::string_view text) {
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> marker_id(std::string_view line) {
-  if (line.substr(0, marker_prefix.size()) != marker_prefix) return std::nullopt;
-  const std::string_view digits = line.substr(marker_prefix.size());
-  if (digits.empty() || digits.size() > 19) return std::nullopt;
-  std::uint64_t id = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    id = id * 10 + static_cast<std::uint64_t>(c - '0');
+// One installation of the tap: the pipe fd 2 points at, and the real stderr lines go to.
+// Shared by the tap and its reader thread; the last owner closes both descriptors, so the
+// reader never polls a descriptor number that was closed and reused.
+struct Pipe {
+  int read = -1;     // non-blocking
+  int forward = -1;  // the real stderr, saved when the tap was installed
+  std::string pending;  // bytes after the last newline read
+  bool eof = false;
+  Pipe(int read_end, int saved) : read(read_end), forward(saved) {}
+  ~Pipe() {
+    ::close(read);
+    ::close(forward);
   }
-  return id;
-}
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+};
 
+// The tap: fd 2 points at a pipe while any capture is active. The pipe is read by whoever
+// needs its lines first: the reader thread (started once per process, so every line is
+// forwarded as soon as it is written), or a capture finishing, which drains what is left in
+// the pipe itself instead of waiting for the reader. Every read and every journal update
+// happens under one mutex, so a drain that finds the pipe empty has seen every byte written
+// before it began.
 class Tap {
  public:
   static Tap& instance() {
-    static Tap* tap = new Tap();  // never destroyed: a capture may outlive static destruction
+    // Never destroyed: a capture may outlive static destruction. A forked child gets a
+    // tap of its own (its parent's reader thread does not exist there).
+    static std::mutex guard;
+    static Tap* tap = nullptr;
+    std::lock_guard<std::mutex> lock(guard);
+    if (tap == nullptr || tap->pid_ != ::getpid()) tap = new Tap();
     return *tap;
   }
 
@@ -71,7 +90,7 @@ class Tap {
     std::lock_guard<std::mutex> life(lifecycle_);
     if (users_ == 0 && !install()) return false;
     ++users_;
-    std::lock_guard<std::mutex> lock(journal_mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     first_line = dropped_ + journal_.size();
     return true;
   }
@@ -79,13 +98,8 @@ class Tap {
   // Lines from `first_line` up to everything written before this call.
   std::deque<std::string> lines_since(std::uint64_t first_line) {
     std::fflush(stderr);
-    const std::uint64_t id = next_marker_.fetch_add(1);
-    const std::string marker = std::string(marker_prefix) + std::to_string(id) + "\n";
-    write_all(STDERR_FILENO, marker);
-    std::unique_lock<std::mutex> lock(journal_mutex_);
-    // Bounded: if someone else has pointed fd 2 elsewhere meanwhile, the marker never comes.
-    seen_.wait_for(lock, marker_timeout, [&] { return markers_.count(id) != 0 || reader_done_; });
-    markers_.erase(id);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (current_ != nullptr && !current_->eof) drain(*current_, false);
     std::deque<std::string> out;
     for (std::uint64_t line = std::max(first_line, dropped_); line < dropped_ + journal_.size(); ++line) {
       out.push_back(journal_[line - dropped_]);
@@ -99,69 +113,95 @@ class Tap {
   }
 
  private:
+  Tap() = default;
+
   bool install() {
+    if (!reader_started_) {
+      std::thread([this] { read_loop(); }).detach();
+      reader_started_ = true;
+    }
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return false;
-    std::fflush(stderr);
-    saved_ = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-    if (saved_ < 0 || ::dup2(fds[1], STDERR_FILENO) < 0) {
-      if (saved_ >= 0) ::close(saved_);
+    if (::fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) {
       ::close(fds[0]);
       ::close(fds[1]);
       return false;
     }
-    ::close(fds[1]);  // fd 2 is now the only write end
-    read_end_ = fds[0];
-    reader_done_ = false;
-    reader_ = std::thread([this] { read_loop(); });
+    std::fflush(stderr);
+    const int saved = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (saved < 0 || ::dup2(fds[1], STDERR_FILENO) < 0) {
+      if (saved >= 0) ::close(saved);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return false;
+    }
+    ::close(fds[1]);  // fd 2 is now the only write end: restoring it gives the reader EOF
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_ = std::make_shared<Pipe>(fds[0], saved);
+    installed_.notify_one();
     return true;
   }
 
   void uninstall() {
     std::fflush(stderr);
-    ::dup2(saved_, STDERR_FILENO);  // closes the pipe's last write end: the reader sees EOF
-    reader_.join();
-    ::close(read_end_);
-    ::close(saved_);
-    std::lock_guard<std::mutex> lock(journal_mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ::dup2(current_->forward, STDERR_FILENO);  // closes the pipe's last write end
+    // Everything written into the pipe, writes still in flight included (EOF comes after
+    // them), is forwarded before the tap is gone.
+    drain(*current_, true);
+    current_.reset();
     dropped_ += journal_.size();
     journal_.clear();
   }
 
-  void read_loop() {
-    std::string pending;
+  // Reads what `pipe` holds (until EOF when `until_eof`, bounded by eof_timeout): every
+  // complete line is handled; at EOF a last line without its newline is forwarded.
+  // Called with mutex_ held.
+  void drain(Pipe& pipe, bool until_eof) {
     char buffer[4096];
+    const auto deadline = std::chrono::steady_clock::now() + eof_timeout;
     for (;;) {
-      const ssize_t n = ::read(read_end_, buffer, sizeof buffer);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      pending.append(buffer, static_cast<std::size_t>(n));
-      std::size_t start = 0;
-      for (std::size_t end = pending.find('\n'); end != std::string::npos; end = pending.find('\n', start)) {
-        handle_line(std::string_view(pending).substr(start, end - start));
-        start = end + 1;
+      const ssize_t n = ::read(pipe.read, buffer, sizeof buffer);
+      if (n > 0) {
+        pipe.pending.append(buffer, static_cast<std::size_t>(n));
+        handle_lines(pipe);
+        continue;
       }
-      pending.erase(0, start);
+      if (n == 0) {
+        if (!pipe.pending.empty()) write_all(pipe.forward, pipe.pending);
+        pipe.pending.clear();
+        pipe.eof = true;
+        return;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return;
+      if (!until_eof) return;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return;  // the reader thread finishes this pipe
+      pollfd wait{pipe.read, POLLIN, 0};
+      (void)::poll(&wait, 1, static_cast<int>(left.count()));
     }
-    if (!pending.empty()) write_all(saved_, pending);  // a last line without its newline
-    std::lock_guard<std::mutex> lock(journal_mutex_);
-    reader_done_ = true;
-    seen_.notify_all();
   }
 
-  void handle_line(std::string_view line) {
-    if (const auto id = marker_id(line)) {
-      std::lock_guard<std::mutex> lock(journal_mutex_);
-      markers_.insert(*id);
-      seen_.notify_all();
-      return;
+  void handle_lines(Pipe& pipe) {
+    std::size_t start = 0;
+    for (std::size_t end = pipe.pending.find('\n'); end != std::string::npos;
+         end = pipe.pending.find('\n', start)) {
+      handle_line(pipe, std::string_view(pipe.pending).substr(start, end - start));
+      start = end + 1;
     }
+    pipe.pending.erase(0, start);
+  }
+
+  void handle_line(Pipe& pipe, std::string_view line) {
     // Forwarded at once, unless it is a linker diagnostic about a capturing session's
     // inputs: that one is claimed by its capture and reported in the link's error.
     if (line.find(tag_prefix) == std::string_view::npos || !linker_message(line)) {
-      write_all(saved_, std::string(line) + "\n");
+      std::string text(line);
+      text += '\n';
+      write_all(pipe.forward, text);
     }
-    std::lock_guard<std::mutex> lock(journal_mutex_);
     journal_.emplace_back(line);
     if (journal_.size() > journal_capacity) {
       journal_.pop_front();
@@ -169,19 +209,33 @@ class Tap {
     }
   }
 
+  // Forwards each line as it is written, for whichever pipe is installed.
+  void read_loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      installed_.wait(lock, [&] { return current_ != nullptr && !current_->eof; });
+      const std::shared_ptr<Pipe> pipe = current_;  // keeps its descriptors open
+      while (!pipe->eof) {
+        lock.unlock();
+        pollfd ready{pipe->read, POLLIN, 0};
+        while (::poll(&ready, 1, -1) < 0 && errno == EINTR) {
+        }
+        lock.lock();
+        if (!pipe->eof) drain(*pipe, false);
+      }
+    }
+  }
+
+  const pid_t pid_ = ::getpid();
   std::mutex lifecycle_;  // install / uninstall; never held while a link runs
   int users_ = 0;
-  int saved_ = -1;
-  int read_end_ = -1;
-  std::thread reader_;
+  bool reader_started_ = false;
 
-  std::mutex journal_mutex_;
-  std::condition_variable seen_;
+  std::mutex mutex_;  // reading the pipe, the journal, current_
+  std::condition_variable installed_;
+  std::shared_ptr<Pipe> current_;
   std::deque<std::string> journal_;
   std::uint64_t dropped_ = 0;  // lines before journal_.front()
-  std::set<std::uint64_t> markers_;
-  bool reader_done_ = false;
-  std::atomic<std::uint64_t> next_marker_{0};
 };
 
 }  // namespace
@@ -198,6 +252,19 @@ std::string without_tag(std::string text, const std::string& tag) {
     text.erase(at, tag.size());
   }
   return text;
+}
+
+StderrTapScope::StderrTapScope() {
+  std::uint64_t unused = 0;
+  active_ = Tap::instance().join(unused);
+}
+
+StderrTapScope::~StderrTapScope() {
+  try {
+    if (active_) Tap::instance().leave();
+  } catch (...) {
+    // Destructors never throw.
+  }
 }
 
 StderrCapture::StderrCapture(std::string tag) : tag_(std::move(tag)) {
