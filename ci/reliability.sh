@@ -38,9 +38,9 @@ else
   echo "asan build failed: $out/asan-build.log"; tail -20 "$out/asan-build.log"; status=1
 fi
 
-step "ThreadSanitizer: the cache, NRT and graphs"
+step "ThreadSanitizer: the cache, NRT, graphs and the link stderr tap"
 if cmake --preset tsan > "$out/tsan-configure.log" 2>&1 &&
-   cmake --build --preset tsan -j"$jobs" --target conformance_cache conformance_reliability conformance_nrt conformance_graph > "$out/tsan-build.log" 2>&1; then
+   cmake --build --preset tsan -j"$jobs" --target conformance_cache conformance_reliability conformance_nrt conformance_graph conformance_linking > "$out/tsan-build.log" 2>&1; then
   ctest --preset tsan -j"$jobs" > "$out/tsan-tests.log" 2>&1 || status=1
   summarize "$out/tsan-tests.log"
 else
