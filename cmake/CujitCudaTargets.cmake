@@ -1,4 +1,4 @@
-# The CUDA libraries cujit links directly: NVRTC and nvJitLink, and nothing else.
+# The CUDA libraries cujit links directly or loads: NVRTC and nvJitLink, and nothing else.
 # FindCUDAToolkit's CUDA::nvrtc carries CUDA::cuda_driver (the libcuda stub) along, which
 # would make binaries need libcuda.so.1 to start; cujit loads the driver at run time
 # instead, so these targets hold the library files alone. CUDA::nvJitLink arrived in
@@ -15,3 +15,15 @@ endfunction()
 
 cujit_cuda_library(cujit::nvrtc nvrtc)
 cujit_cuda_library(cujit::nvjitlink nvJitLink)
+
+# libcujit loads NVRTC on first use (core/src/compile/nvrtc_api.cpp) instead of linking it,
+# so a process that only hits the cache never maps it. Its default is the file the build
+# found, by the name the linker would have recorded (libnvrtc.so.<major>, beside the
+# library found above); the soname alone is the fallback when that file is gone at run time.
+set(CUJIT_NVRTC_SONAME "libnvrtc.so.${CUDAToolkit_VERSION_MAJOR}")
+get_filename_component(cujit_nvrtc_dir "${CUJIT_nvrtc_LIBRARY}" DIRECTORY)
+if(EXISTS "${cujit_nvrtc_dir}/${CUJIT_NVRTC_SONAME}")
+  set(CUJIT_NVRTC_DEFAULT_LIBRARY "${cujit_nvrtc_dir}/${CUJIT_NVRTC_SONAME}")
+else()
+  file(REAL_PATH "${CUJIT_nvrtc_LIBRARY}" CUJIT_NVRTC_DEFAULT_LIBRARY)
+endif()

@@ -139,7 +139,7 @@ TEST(CompileKey, NamesTheExactNvrtc) {
   // The major.minor alone is not an identity: the library file is named by path, size and
   // time, and so are the builtins libraries NVRTC loads beside it.
   const std::string& identity = nvrtc_identity();
-  EXPECT_EQ(identity.rfind("nvrtc " + nvrtc_version() + ": path=", 0), 0u) << identity;
+  EXPECT_EQ(identity.rfind("nvrtc: path=", 0), 0u) << identity;
   EXPECT_TRUE(contains(identity, "libnvrtc.so") && contains(identity, "libnvrtc-builtins")) << identity;
   EXPECT_TRUE(contains(identity, ";size=") && contains(identity, ";mtime=")) << identity;
 }

@@ -72,6 +72,28 @@ TEST(HostileEnvironment, AnythingElseIsAUsageErrorNamingTheVariable) {
   }
 }
 
+TEST(Environment, AbsolutePathsAreReturnedAsGiven) {
+  {
+    ScopedVariable set(variable, "/opt/cuda-13.1/lib64/libnvrtc.so.13");
+    EXPECT_EQ(environment::absolute_path(variable), "/opt/cuda-13.1/lib64/libnvrtc.so.13");
+  }
+  {
+    ScopedVariable set(variable, "");
+    EXPECT_EQ(environment::absolute_path(variable), std::nullopt) << "empty means unset";
+  }
+  ::unsetenv(variable);
+  EXPECT_EQ(environment::absolute_path(variable), std::nullopt);
+}
+
+TEST(HostileEnvironment, ARelativePathIsAUsageErrorNamingTheVariable) {
+  for (const char* bad : {"libnvrtc.so.13", "./libnvrtc.so", "~/lib/libnvrtc.so", " /lib/x.so"}) {
+    ScopedVariable set(variable, bad);
+    CUJIT_EXPECT_ERROR((void)environment::absolute_path(variable), ErrorKind::usage, error,
+                       EXPECT_NE(std::string(error.what()).find(variable), std::string::npos);
+                       EXPECT_NE(std::string(error.what()).find("an absolute path"), std::string::npos););
+  }
+}
+
 TEST(HostileEnvironment, ABadNrtSwitchIsAnErrorNotSilentlyOff) {
   ScopedVariable set("CUJIT_ENABLE_NRT", "yes please");
   // The process-wide switch may already have been decided by another test in this

@@ -8,10 +8,12 @@
 //   CUJIT_CACHE_DIR    path    the disk tier's directory
 //   CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES   byte counts
 //   CUJIT_CUDA_INCLUDE path    the toolkit's include directory (CUB, CCCL)
+//   CUJIT_NVRTC_LIBRARY absolute path   the libnvrtc file loaded on first use
 //   CUJIT_REQUIRE_GPU  flag    GPU tests fail instead of skipping without a device
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,5 +27,8 @@ std::string choice(const char* name, std::initializer_list<std::string_view> all
                    std::string_view fallback);
 // A decimal count of at most 2^64-1; unset or empty -> `fallback`.
 std::uint64_t count(const char* name, std::uint64_t fallback);
+// An absolute path (starting with '/'), returned as given; unset or empty -> nullopt. Only
+// the spelling is checked: whether the file exists is its user's question.
+std::optional<std::string> absolute_path(const char* name);
 
 }  // namespace cujit::environment

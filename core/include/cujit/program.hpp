@@ -67,10 +67,17 @@ std::vector<std::string> nvrtc_options(const CompileOptions& options);
 // "x.ltoir", "x.cubin"): the one place that maps a compile target to a format and a name.
 LinkableCode compiled_code(Bytes bytes, const std::string& source_name, CompileTarget target);
 
-// "13.0" etc.
+// NVRTC is loaded on first use, not at start: from CUJIT_NVRTC_LIBRARY (an absolute path)
+// when set, else from the toolkit cujit was built with. A library that cannot be loaded is
+// Error(unsupported) from "NVRTC (dlopen)" or "NVRTC (dlsym)" naming the path and the
+// loader's reason, thrown by every call that needs NVRTC.
+
+// "13.0" etc., of the NVRTC loaded (loads it); "unavailable (<reason>)" when it cannot be.
 std::string nvrtc_version();
-// The exact NVRTC in use: its version, the library file this process loaded and the
-// builtins libraries beside it (what cache keys name; see support/library_identity).
+// The exact NVRTC in use: "nvrtc: " and the path, size and time of the library file this
+// process loads and of the builtins libraries beside it (what cache keys name; see
+// support/library_identity). Named without loading the library, so a cache hit never maps
+// it; throws the loading error when the library cannot be found.
 const std::string& nvrtc_identity();
 
 }  // namespace cujit

@@ -6,10 +6,12 @@
 // time, so its overhead is a figure with a trend of its own.
 //
 // What is counted: every call cujit makes into the three libraries (NVRTC through its
-// table in compile/program.cpp, nvJitLink through its table in link/nvjitlink_session.cpp,
+// table in compile/nvrtc_api.hpp, nvJitLink through its table in link/nvjitlink_session.cpp,
 // the driver through the driver table in driver/driver_api.hpp), timed with two reads of
-// std::chrono::steady_clock around the call, on the thread that makes it. Calls that code
-// outside cujit makes directly (a benchmark's floor, a peer) are not counted.
+// std::chrono::steady_clock around the call, on the thread that makes it. Loading NVRTC,
+// which cujit does on its first NVRTC call in a process (dlopen: mapping, relocation, its
+// constructors), counts as one NVRTC call. Calls that code outside cujit makes directly (a
+// benchmark's floor, a peer) are not counted.
 //
 // Semantics:
 //   - Per thread. Each thread starts at zero; vendor_time() reads the calling thread's own

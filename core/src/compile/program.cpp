@@ -1,57 +1,41 @@
 #include "cujit/program.hpp"
 
-#include <nvrtc.h>
-
+#include "compile/nvrtc_api.hpp"
 #include "cujit/error.hpp"
 #include "support/handle_counts.hpp"
-#include "support/library_identity.hpp"
-#include "support/vendor_call.hpp"
 
 namespace cujit {
 namespace {
 
 constexpr const char* component = "NVRTC";
+using detail::nvrtc;
 
-// Every NVRTC function cujit calls, each timed and counted on the calling thread
-// (cujit/vendor_time.hpp): call them as nvrtc.nvrtcCompileProgram(...), never directly.
-#define CUJIT_NVRTC_FUNCTIONS(X)                                                            \
-  X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcAddNameExpression)                   \
-  X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetPTXSize) \
-  X(nvrtcGetPTX) X(nvrtcGetLTOIRSize) X(nvrtcGetLTOIR) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) \
-  X(nvrtcGetLoweredName) X(nvrtcGetErrorString) X(nvrtcVersion)
-
-struct NvrtcApi {
-#define CUJIT_NVRTC_MEMBER(fn) \
-  detail::VendorEntry<detail::VendorLibrary::nvrtc, decltype(&::fn)> fn{&::fn};
-  CUJIT_NVRTC_FUNCTIONS(CUJIT_NVRTC_MEMBER)
-#undef CUJIT_NVRTC_MEMBER
-};
-constexpr NvrtcApi nvrtc;
-
-// Owner of an nvrtcProgram; created on the line that creates the handle.
+// Owner of an nvrtcProgram; created on the line that creates the handle. It holds the
+// table it was created with, so its destructor never loads anything.
 class NvrtcProgram {
  public:
   NvrtcProgram(const std::string& source, const std::string& name,
-               const std::vector<Header>& headers) {
+               const std::vector<Header>& headers)
+      : api_(nvrtc()) {
     std::vector<const char*> header_sources, header_names;
     for (const Header& header : headers) {
       header_sources.push_back(header.content.c_str());
       header_names.push_back(header.name.c_str());
     }
-    const nvrtcResult result = nvrtc.nvrtcCreateProgram(
+    const nvrtcResult result = api_.nvrtcCreateProgram(
         &handle_, source.c_str(), name.c_str(), static_cast<int>(headers.size()),
         header_sources.data(), header_names.data());
     if (result != NVRTC_SUCCESS) {
       handle_ = nullptr;
       throw Error(ErrorKind::compile, "NVRTC (nvrtcCreateProgram)",
                   "creating the program for '" + name + "' failed: " +
-                      nvrtc.nvrtcGetErrorString(result));
+                      api_.nvrtcGetErrorString(result));
     }
     detail::handle_created(detail::HandleKind::program);
   }
   ~NvrtcProgram() {
     if (handle_ != nullptr) {
-      nvrtc.nvrtcDestroyProgram(&handle_);
+      api_.nvrtcDestroyProgram(&handle_);
       detail::handle_released(detail::HandleKind::program);
     }
   }
@@ -60,6 +44,7 @@ class NvrtcProgram {
   nvrtcProgram get() const noexcept { return handle_; }
 
  private:
+  const detail::NvrtcApi& api_;
   nvrtcProgram handle_ = nullptr;
 };
 
@@ -67,27 +52,28 @@ void check(nvrtcResult result, const char* api_call, const std::string& what,
            const std::string& log = {}) {
   if (result == NVRTC_SUCCESS) return;
   throw Error(ErrorKind::compile, std::string(component) + " (" + api_call + ")",
-              what + ": " + nvrtc.nvrtcGetErrorString(result), log);
+              what + ": " + nvrtc().nvrtcGetErrorString(result), log);
 }
 
 std::string program_log(nvrtcProgram program) {
   std::size_t size = 0;
-  if (nvrtc.nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return {};
+  if (nvrtc().nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return {};
   std::string log(size, '\0');
-  if (nvrtc.nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return {};
+  if (nvrtc().nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return {};
   log.resize(size - 1);  // drop the terminating NUL
   return log;
 }
 
 Bytes compiled_output(nvrtcProgram program, CompileTarget target, const std::string& name) {
-  const auto* size_fn = &nvrtc.nvrtcGetPTXSize;
-  const auto* get_fn = &nvrtc.nvrtcGetPTX;
+  const detail::NvrtcApi& api = nvrtc();
+  const auto* size_fn = &api.nvrtcGetPTXSize;
+  const auto* get_fn = &api.nvrtcGetPTX;
   if (target == CompileTarget::ltoir) {
-    size_fn = &nvrtc.nvrtcGetLTOIRSize;
-    get_fn = &nvrtc.nvrtcGetLTOIR;
+    size_fn = &api.nvrtcGetLTOIRSize;
+    get_fn = &api.nvrtcGetLTOIR;
   } else if (target == CompileTarget::cubin) {
-    size_fn = &nvrtc.nvrtcGetCUBINSize;
-    get_fn = &nvrtc.nvrtcGetCUBIN;
+    size_fn = &api.nvrtcGetCUBINSize;
+    get_fn = &api.nvrtcGetCUBIN;
   }
   std::size_t size = 0;
   check((*size_fn)(program, &size), "output size", "reading the output of '" + name + "'");
@@ -131,14 +117,14 @@ std::vector<std::string> nvrtc_options(const CompileOptions& options) {
 CompileResult Program::compile(const CompileOptions& options) const {
   NvrtcProgram program(source_, name_, options.headers);
   for (const std::string& expression : options.name_expressions) {
-    check(nvrtc.nvrtcAddNameExpression(program.get(), expression.c_str()), "nvrtcAddNameExpression",
+    check(nvrtc().nvrtcAddNameExpression(program.get(), expression.c_str()), "nvrtcAddNameExpression",
           "adding name expression '" + expression + "' to '" + name_ + "'");
   }
   std::vector<std::string> option_strings = nvrtc_options(options);
   std::vector<const char*> option_pointers;
   for (const std::string& option : option_strings) option_pointers.push_back(option.c_str());
 
-  const nvrtcResult result = nvrtc.nvrtcCompileProgram(
+  const nvrtcResult result = nvrtc().nvrtcCompileProgram(
       program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
   // The log is read before the status is looked at: it is wanted either way.
   std::string log = program_log(program.get());
@@ -147,7 +133,7 @@ CompileResult Program::compile(const CompileOptions& options) const {
     for (const std::string& option : option_strings) joined += " " + option;
     throw Error(ErrorKind::compile, "NVRTC (nvrtcCompileProgram)",
                 "compiling '" + name_ + "' to " + std::string(to_string(options.target)) +
-                    " for " + options.arch.sm() + " failed: " + nvrtc.nvrtcGetErrorString(result) +
+                    " for " + options.arch.sm() + " failed: " + nvrtc().nvrtcGetErrorString(result) +
                     " (options:" + joined + ")",
                 log);
   }
@@ -155,7 +141,7 @@ CompileResult Program::compile(const CompileOptions& options) const {
   std::map<std::string, std::string> lowered;
   for (const std::string& expression : options.name_expressions) {
     const char* lowered_name = nullptr;
-    check(nvrtc.nvrtcGetLoweredName(program.get(), expression.c_str(), &lowered_name),
+    check(nvrtc().nvrtcGetLoweredName(program.get(), expression.c_str(), &lowered_name),
           "nvrtcGetLoweredName", "lowering name expression '" + expression + "' of '" + name_ + "'",
           log);
     lowered.emplace(expression, lowered_name);
@@ -180,23 +166,19 @@ LinkableCode compiled_code(Bytes bytes, const std::string& source_name, CompileT
 }
 
 const std::string& nvrtc_identity() {
-  static const std::string identity = [] {
-    std::string out = "nvrtc " + nvrtc_version() + ": " +
-                      detail::library_identity(reinterpret_cast<const void*>(&nvrtcCompileProgram));
-    for (const std::string& builtins : detail::sibling_library_identities(
-             reinterpret_cast<const void*>(&nvrtcCompileProgram), "libnvrtc-builtins")) {
-      out += "; " + builtins;
-    }
-    return out;
-  }();
+  static const std::string identity = "nvrtc: " + detail::nvrtc_library_identity();
   return identity;
 }
 
 std::string nvrtc_version() {
   static const std::string version = [] {
-    int major = 0, minor = 0;
-    if (nvrtc.nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return std::string("unknown");
-    return std::to_string(major) + "." + std::to_string(minor);
+    try {
+      int major = 0, minor = 0;
+      if (nvrtc().nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return std::string("unknown");
+      return std::to_string(major) + "." + std::to_string(minor);
+    } catch (const Error& error) {
+      return "unavailable (" + error.message() + ")";
+    }
   }();
   return version;
 }

@@ -56,4 +56,11 @@ std::uint64_t count(const char* name, std::uint64_t fallback) {
   return parsed;
 }
 
+std::optional<std::string> absolute_path(const char* name) {
+  const std::string_view value = value_of(name);
+  if (value.empty()) return std::nullopt;
+  if (value.front() != '/') refuse(name, value, "an absolute path");
+  return std::string(value);
+}
+
 }  // namespace cujit::environment

@@ -25,13 +25,30 @@ std::string describe_file(const fs::path& path) {
          ";mtime=" + std::to_string(mtime_ns);
 }
 
+fs::path real_path(const fs::path& path) {
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  return ec ? path : real;
+}
+
 std::optional<fs::path> object_path(const void* symbol) {
   Dl_info info{};
   if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return std::nullopt;
+  return real_path(info.dli_fname);
+}
+
+std::vector<std::string> siblings_of(const fs::path& path, const std::string& prefix) {
+  std::vector<std::string> out;
   std::error_code ec;
-  fs::path path = fs::canonical(info.dli_fname, ec);
-  if (ec) path = info.dli_fname;
-  return path;
+  std::vector<fs::path> siblings;
+  for (fs::directory_iterator it(path.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind(prefix, 0) == 0 && it->is_regular_file(ec)) {
+      siblings.push_back(it->path());
+    }
+  }
+  std::sort(siblings.begin(), siblings.end());
+  for (const fs::path& sibling : siblings) out.push_back(describe_file(sibling));
+  return out;
 }
 
 }  // namespace
@@ -48,19 +65,15 @@ std::string library_identity(const void* symbol) {
 }
 
 std::vector<std::string> sibling_library_identities(const void* symbol, const std::string& prefix) {
-  std::vector<std::string> out;
   const auto path = object_path(symbol);
-  if (!path) return out;
-  std::error_code ec;
-  std::vector<fs::path> siblings;
-  for (fs::directory_iterator it(path->parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().rfind(prefix, 0) == 0 && it->is_regular_file(ec)) {
-      siblings.push_back(it->path());
-    }
-  }
-  std::sort(siblings.begin(), siblings.end());
-  for (const fs::path& sibling : siblings) out.push_back(describe_file(sibling));
-  return out;
+  if (!path) return {};
+  return siblings_of(*path, prefix);
+}
+
+std::string file_identity(const std::string& path) { return describe_file(real_path(path)); }
+
+std::vector<std::string> sibling_file_identities(const std::string& path, const std::string& prefix) {
+  return siblings_of(real_path(path), prefix);
 }
 
 }  // namespace cujit::detail

@@ -18,4 +18,11 @@ std::string library_identity(const void* symbol);
 // sorted by name.
 std::vector<std::string> sibling_library_identities(const void* symbol, const std::string& prefix);
 
+// The same two descriptions for a library file named by path, before (or without) loading
+// it: the path is resolved to the real file first, as dlopen resolves it, so the result is
+// the one library_identity gives once that file is loaded. "unknown:..." when it cannot be
+// resolved.
+std::string file_identity(const std::string& path);
+std::vector<std::string> sibling_file_identities(const std::string& path, const std::string& prefix);
+
 }  // namespace cujit::detail

@@ -1,6 +1,6 @@
 #pragma once
 // The choke point behind cujit::vendor_time(): every entry of the three vendor tables (the
-// driver table in driver/driver_api.hpp, NVRTC's in compile/program.cpp, nvJitLink's in
+// driver table in driver/driver_api.hpp, NVRTC's in compile/nvrtc_api.hpp, nvJitLink's in
 // link/nvjitlink_session.cpp) is a VendorEntry, so a call through a table is timed and
 // counted on the calling thread without touching any call site.
 
