@@ -22,6 +22,12 @@ conservative [current low / baseline high, current high / baseline low], with th
 verdicts. A pair compares cujit's overhead over the floor, which the machine's drift
 between the two runs does not move.
 
+  floor moved too   cujit/X is slower, but its pair/X (the floor, timed beside it) is not:
+                    the machine or a vendor library slowed both sides   (passes)
+
+Lent GPU hosts differ from one another; a slowdown both sides of a pair share is not
+cujit's, and the pair shows it. A family without a pair is judged on its times alone.
+
 Prints a markdown table and the failures by name. Exit 0 when nothing fails, 1 when
 something does, 2 on input it cannot use (a file that is not benchmark JSON, a missing or
 mistyped field, a NaN, infinite or negative time, no benchmark in both files, runs that
@@ -164,8 +170,16 @@ def judge_pair(name, b, c, threshold):
 
 def compare(baseline, current, threshold):
     """Rows for every benchmark in either run (dicts of bench_json.Benchmark), by name."""
-    return [(judge_pair if name.startswith("pair/") else judge)(name, baseline.get(name), current.get(name), threshold)
+    rows = [(judge_pair if name.startswith("pair/") else judge)(name, baseline.get(name), current.get(name), threshold)
             for name in sorted(set(baseline) | set(current))]
+    by_name = {r.name: r for r in rows}
+    for row in rows:
+        pair = by_name.get("pair/" + row.name[len("cujit/"):]) if row.name.startswith("cujit/") else None
+        if row.verdict == "slower" and pair is not None and pair.verdict in ("same", "unclear", "faster"):
+            row.verdict = "floor moved too"
+            row.detail = (f"ratio {row.ratio:.3f}, interval {_interval(row)}; {pair.name} is {pair.verdict} "
+                          f"({pair.baseline:.3f}x -> {pair.current:.3f}x floor): the floor slowed as much")
+    return rows
 
 
 def _interval(row):
@@ -191,11 +205,12 @@ def _runs_line(baseline, current, allowed):
 
 def markdown(rows, threshold, baseline=None, current=None, allowed=()):
     count = {verdict: sum(r.verdict == verdict for r in rows)
-             for verdict in FAILING + ("same", "unclear", "faster")}
+             for verdict in FAILING + ("same", "unclear", "faster", "floor moved too")}
     failed = sum(count[v] for v in FAILING)
     head = (f"**{'FAIL' if failed else 'PASS'}: {count['slower']} slower, {count['missing']} missing, "
             f"{count['error']} errored, {count['not enough data']} not enough data; "
-            f"{count['same']} same, {count['unclear']} unclear, {count['faster']} faster**")
+            f"{count['same']} same, {count['unclear']} unclear, {count['faster']} faster"
+            + (f", {count['floor moved too']} slower with their floor" if count["floor moved too"] else "") + "**")
     rule = (f"Slower when the whole {CONFIDENCE:.0%} interval of current / baseline is above "
             f"{1 + threshold:.3g} (threshold {threshold:.0%}); the interval is Hodges-Lehmann's exact one "
             f"over log times; at least {MIN_REPETITIONS} repetitions a side. Paired entries compare "

@@ -759,5 +759,32 @@ class PairGateTest(unittest.TestCase):
         self.assertIn("the floor does different work", out)
 
 
+class FloorMovedTooTest(unittest.TestCase):
+    """A cujit/X slowdown that its pair/X shows the floor shared is the machine's, not cujit's."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def runs(self, pair_current):
+        base, slow = _doc("gate_base.json"), _doc("gate_slower.json")
+        name = "pair/e2e_cubin/tiny"
+        base["benchmarks"] += _pair_doc(1.02, 1.00, 1.04, name)["benchmarks"]
+        slow["benchmarks"] += _pair_doc(*pair_current, name)["benchmarks"]
+        return gate(_write(self.tmp.name, "b.json", base), _write(self.tmp.name, "c.json", slow))
+
+    def test_a_slowdown_the_floor_shared_passes_and_says_so(self):
+        code, out, _ = self.runs((1.03, 1.01, 1.05))
+        self.assertEqual(code, 0, out)
+        self.assertIn("| floor moved too |", out)
+        self.assertIn("1 slower with their floor", out)
+
+    def test_a_slowdown_the_floor_did_not_share_fails_twice(self):
+        code, out, _ = self.runs((1.53, 1.50, 1.56))
+        self.assertEqual(code, 1, out)
+        self.assertIn("- `cujit/e2e_cubin/tiny`: slower", out)
+        self.assertIn("- `pair/e2e_cubin/tiny`: slower", out)
+
+
 if __name__ == "__main__":
     unittest.main()
