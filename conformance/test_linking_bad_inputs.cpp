@@ -258,25 +258,49 @@ class HeldSteps {
   std::atomic<int> most_{0};
 };
 
+// A clean link (dev_add.ptx + scale_kernel.ptx) on a thread of its own, held inside its
+// nvJitLinkComplete step until finish(), which returns "linked", "empty" or the error.
+class HeldLink {
+ public:
+  HeldLink() {
+    ready_.lock();
+    thread_ = std::thread([this] {
+      ready_.lock();  // the hook is installed for this thread
+      ready_.unlock();
+      try {
+        result_ = link_files({"dev_add.ptx", "scale_kernel.ptx"}).code.bytes().empty() ? "empty" : "linked";
+      } catch (const Error& error) {
+        result_ = error.what();
+      }
+    });
+    steps_.emplace(thread_.get_id());
+    ready_.unlock();
+  }
+  ~HeldLink() {
+    if (thread_.joinable()) (void)finish();
+  }
+  HeldLink(const HeldLink&) = delete;
+  HeldLink& operator=(const HeldLink&) = delete;
+
+  HeldSteps& steps() { return *steps_; }
+  std::string finish() {
+    steps_->release();
+    thread_.join();
+    return result_;
+  }
+
+ private:
+  std::mutex ready_;
+  std::optional<HeldSteps> steps_;
+  std::thread thread_;
+  std::string result_;
+};
+
 // What makes concurrent links fast: no lock is held through a link (nor through its stderr
 // capture), so another thread's link runs to the end while this one is inside nvJitLink.
 TEST(LinkConcurrency, AnotherThreadsLinkCompletesWhileOneIsInsideNvJitLink) {
-  std::optional<HeldSteps> held;
-  std::mutex ready;
-  ready.lock();
-  std::string held_result;
-  std::thread a([&] {
-    ready.lock();  // the hook is installed for this thread
-    ready.unlock();
-    try {
-      held_result = link_files({"dev_add.ptx", "scale_kernel.ptx"}).code.bytes().empty() ? "empty" : "linked";
-    } catch (const Error& error) {
-      held_result = error.what();
-    }
-  });
-  held.emplace(a.get_id());
-  ready.unlock();
-  ASSERT_TRUE(held->wait_until_held()) << "the held link never reached nvJitLinkComplete";
+  HeldLink held;
+  ASSERT_TRUE(held.steps().wait_until_held()) << "the held link never reached nvJitLinkComplete";
   // Held thread A is inside its capture and nvJitLinkComplete: this link must not wait.
   bool linked = false;
   try {
@@ -284,12 +308,10 @@ TEST(LinkConcurrency, AnotherThreadsLinkCompletesWhileOneIsInsideNvJitLink) {
   } catch (const Error& error) {
     ADD_FAILURE() << error.what();
   }
-  held->release();
-  a.join();
+  EXPECT_EQ(held.finish(), "linked");
   EXPECT_TRUE(linked);
-  EXPECT_FALSE(held->release_timed_out()) << "the second link waited for the held one";
-  EXPECT_GE(held->most_steps_in_flight(), 2) << "two links' steps never overlapped";
-  EXPECT_EQ(held_result, "linked");
+  EXPECT_FALSE(held.steps().release_timed_out()) << "the second link waited for the held one";
+  EXPECT_GE(held.steps().most_steps_in_flight(), 2) << "two links' steps never overlapped";
 }
 
 // While a clean link is held inside its capture, another link's stderr-only errors are
@@ -297,22 +319,8 @@ TEST(LinkConcurrency, AnotherThreadsLinkCompletesWhileOneIsInsideNvJitLink) {
 TEST(HostileStderr, ALinkHeldInsideItsCaptureClaimsNoneOfAnotherLinksErrors) {
   test::TempDir dir;
   StderrToFile redirect(dir.path() / "stderr.txt");
-  std::optional<HeldSteps> held;
-  std::mutex ready;
-  ready.lock();
-  std::string held_result;
-  std::thread a([&] {
-    ready.lock();
-    ready.unlock();
-    try {
-      held_result = link_files({"dev_add.ptx", "scale_kernel.ptx"}).code.bytes().empty() ? "empty" : "linked";
-    } catch (const Error& error) {
-      held_result = error.what();
-    }
-  });
-  held.emplace(a.get_id());
-  ready.unlock();
-  ASSERT_TRUE(held->wait_until_held());
+  HeldLink held;
+  ASSERT_TRUE(held.steps().wait_until_held());
   try {
     (void)link_files({"dev_add.o", "dev_add_ptx.fatbin"});
     ADD_FAILURE() << "linked although dev_add is defined twice";
@@ -321,9 +329,7 @@ TEST(HostileStderr, ALinkHeldInsideItsCaptureClaimsNoneOfAnotherLinksErrors) {
     EXPECT_FALSE(contains(error.what(), "#cujit-link-")) << error.what();
   }
   write_line("error   : a line of the test's own, while a link is held");
-  held->release();
-  a.join();
-  EXPECT_EQ(held_result, "linked");
+  EXPECT_EQ(held.finish(), "linked");
   const std::string written = read_bytes(dir.path() / "stderr.txt");
   EXPECT_FALSE(contains(written, "Multiple definition")) << "a claimed diagnostic was printed";
   EXPECT_TRUE(contains(written, "a line of the test's own, while a link is held")) << written;

@@ -42,21 +42,25 @@ def signed_rank_counts(n):
     return counts
 
 
-def signed_rank_k(n, confidence=CONFIDENCE):
-    """(k, coverage): the interval [A_(k), A_(M+1-k)] over the M = n(n+1)/2 sorted Walsh
-    averages with the largest k whose two-sided miss probability 2 P(W+ <= k-1) is at most
-    1 - confidence, and its exact coverage; None when no such k exists (n < 6)."""
-    counts = signed_rank_counts(n)
-    total = 2 ** n
-    alpha = 1 - confidence
+def _largest_k(counts, total, confidence):
+    """(k, coverage) for the largest k whose two-sided miss probability
+    2 * (counts[0] + ... + counts[k-1]) / total is at most 1 - confidence (counts[j]: the
+    outcomes of the statistic equal to j under the null); None when even k = 1 misses."""
     best, below = None, 0
     for k in range(1, len(counts) + 1):
-        below += counts[k - 1]  # below = #(W+ <= k-1)
-        if 2 * below / total <= alpha + 1e-12:
+        below += counts[k - 1]
+        if 2 * below / total <= 1 - confidence + 1e-12:
             best = (k, 1 - 2 * below / total)
         else:
             break
     return best
+
+
+def signed_rank_k(n, confidence=CONFIDENCE):
+    """(k, coverage): the interval [A_(k), A_(M+1-k)] over the M = n(n+1)/2 sorted Walsh
+    averages with the largest k whose two-sided miss probability 2 P(W+ <= k-1) is at most
+    1 - confidence, and its exact coverage; None when no such k exists (n < 6)."""
+    return _largest_k(signed_rank_counts(n), 2 ** n, confidence)
 
 
 def hl_interval(values, confidence=CONFIDENCE):
@@ -74,15 +78,7 @@ def median_k(n, confidence=CONFIDENCE):
     """(k, coverage): the order-statistic interval [x_(k), x_(n+1-k)] of a median with the
     largest k whose two-sided miss probability 2 P(Binomial(n, 1/2) <= k-1) is at most
     1 - confidence; None when none exists (n < 6)."""
-    alpha = 1 - confidence
-    best, below = None, 0
-    for k in range(1, n // 2 + 1):
-        below += math.comb(n, k - 1)
-        if 2 * below / 2 ** n <= alpha + 1e-12:
-            best = (k, 1 - 2 * below / 2 ** n)
-        else:
-            break
-    return best
+    return _largest_k([math.comb(n, j) for j in range(n // 2)], 2 ** n, confidence)
 
 
 def median_interval(values, confidence=CONFIDENCE):

@@ -18,6 +18,9 @@ import history  # noqa: E402
 import report  # noqa: E402
 from cujit_reports import bench_json, figures, tables  # noqa: E402
 
+sys.path.insert(0, HERE)
+from test_reports import _write  # noqa: E402  (only the helper: its tests run from their own module)
+
 RESULTS = os.path.join(HERE, "golden", "results")
 COLD, WARM = "bench_jit-cold.json", "bench_jit-vendor-cache-warm.json"
 FIRST, REDUCE = "first_result.json", "bench_reduce-cold.json"
@@ -72,11 +75,6 @@ def _load_doc(name):
         return json.load(f)
 
 
-def _write(directory, name, doc):
-    path = os.path.join(directory, name)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f)
-    return path
 
 
 class ScenarioTableTest(unittest.TestCase):

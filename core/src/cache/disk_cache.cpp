@@ -297,6 +297,19 @@ bool swept(const fs::path& root, const WalkedFile& file, std::int64_t now, WalkR
   return false;
 }
 
+// The files of the cache directory that the stale-temporary sweep left; the listing's
+// problems and the sweep's counts go into `report`.
+std::vector<WalkedFile> kept_files(const fs::path& root, const std::function<int(std::string_view)>& fault,
+                                   std::int64_t now, WalkReport& report) {
+  Listing listing = list_files(root, fault);
+  report.problems = std::move(listing.problems);
+  std::vector<WalkedFile> kept;
+  for (WalkedFile& file : listing.files) {
+    if (!swept(root, file, now, report)) kept.push_back(std::move(file));
+  }
+  return kept;
+}
+
 // Creates each missing directory of `directory` (absolute) with mode 0700.
 std::string create_private(const fs::path& directory) {
   fs::path at;
@@ -517,13 +530,11 @@ ReadOutcome DiskCache::read(const std::string& key, std::string& payload, std::s
 }
 
 bool DiskCache::make_room(std::uint64_t incoming, WalkReport& report) const {
-  Listing listing = list_files(directory_, fault_);
-  report.problems = std::move(listing.problems);
   const std::int64_t now = now_ns();
+  const std::vector<WalkedFile> files = kept_files(directory_, fault_, now, report);
   std::uint64_t total = 0;
   std::vector<const WalkedFile*> entries;
-  for (const WalkedFile& file : listing.files) {
-    if (swept(directory_, file, now, report)) continue;
+  for (const WalkedFile& file : files) {
     total += file.size();
     if (!file.key.empty()) entries.push_back(&file);
   }
@@ -635,12 +646,8 @@ bool DiskCache::remove(const std::string& key) const {
 }
 
 WalkReport DiskCache::survey() const {
-  Listing listing = list_files(directory_, fault_);
   WalkReport report;
-  report.problems = std::move(listing.problems);
-  const std::int64_t now = now_ns();
-  for (const WalkedFile& file : listing.files) {
-    if (swept(directory_, file, now, report)) continue;
+  for (const WalkedFile& file : kept_files(directory_, fault_, now_ns(), report)) {
     if (!file.key.empty()) {
       // Counted only when it is cujit's: a look at its header.
       const Fd root_fd(::open(directory_.c_str(), open_directory));
@@ -659,12 +666,8 @@ WalkReport DiskCache::survey() const {
 }
 
 WalkReport DiskCache::clear() const {
-  Listing listing = list_files(directory_, fault_);
   WalkReport report;
-  report.problems = std::move(listing.problems);
-  const std::int64_t now = now_ns();
-  for (const WalkedFile& file : listing.files) {
-    if (swept(directory_, file, now, report)) continue;
+  for (const WalkedFile& file : kept_files(directory_, fault_, now_ns(), report)) {
     if (file.key.empty()) {
       report.bytes += file.size();  // a temporary file a live writer may still rename
       continue;
