@@ -47,7 +47,7 @@ TEST(KernelBuilder, ASecondBuildIsAHitOfTheSameCubin) {
   const LinkedKernel first = build();
   const LinkedKernel second = build();
   EXPECT_EQ(first.source, CacheSource::built);
-  EXPECT_EQ(second.source, CacheSource::memory);
+  EXPECT_EQ(second.source, CacheSource::memo);
   EXPECT_EQ(second.key, first.key);
   EXPECT_EQ(second.link.code.bytes(), first.link.code.bytes());
   options.link.compile.options = {"-DVALUE=8"};

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <typeindex>
 #include <vector>
 
 #include "cujit/cache_key.hpp"
@@ -66,10 +67,14 @@ struct CacheStats {
   std::uint64_t not_stored = 0;  // results built but not cacheable (see warnings())
   std::uint64_t memory_bytes = 0;
   std::uint64_t memory_entries = 0;
+  // The memo of decoded results (BuildCache::recall), bounded by max_memory_bytes of its own.
+  std::uint64_t memo_hits = 0;
+  std::uint64_t memo_entries = 0;
+  std::uint64_t memo_bytes = 0;
 };
 
-// Where a get_or_build() answer came from.
-enum class CacheSource { memory, disk, built, waited };
+// Where an answer came from: memo is a decoded result recalled from the memo (recall()).
+enum class CacheSource { memory, disk, built, waited, memo };
 std::string_view to_string(CacheSource source) noexcept;
 
 class BuildCache {
@@ -106,6 +111,22 @@ class BuildCache {
   using Work = std::function<std::string(CacheSource& source)>;
   std::string run_once(const std::string& flight, const Work& work, CacheSource* source = nullptr);
 
+  // The memo: decoded results kept as shared objects under a pre-key, a string the caller
+  // builds cheaply from what it already holds and that names every input of the result
+  // (see KernelBuilder and reduce::build_reduce for the recipes). recall() answers with the
+  // very object memorize() was given, never a copy, without hashing a key, touching a file
+  // or decoding anything. A pre-key must not depend on a file that can change while the
+  // process runs: callers whose inputs include files on disk do not memorize. Off in mode
+  // off; emptied by clear(); bounded by max_memory_bytes, least recently used first.
+  template <class T>
+  std::shared_ptr<const T> recall(const std::string& pre_key) {
+    return std::static_pointer_cast<const T>(recall_erased(pre_key, typeid(T)));
+  }
+  template <class T>
+  void memorize(const std::string& pre_key, std::shared_ptr<const T> value, std::uint64_t bytes) {
+    memorize_erased(pre_key, typeid(T), std::move(value), bytes);
+  }
+
   CacheStats stats() const;
   // Warnings recorded so far (unusable directory, failed writes, corrupt entries...).
   std::vector<std::string> warnings() const;
@@ -129,6 +150,9 @@ class BuildCache {
   struct State;
   void warn(std::string message) const;
   void remember(const std::string& digest, const std::string& payload);
+  std::shared_ptr<const void> recall_erased(const std::string& pre_key, std::type_index type);
+  void memorize_erased(const std::string& pre_key, std::type_index type, std::shared_ptr<const void> value,
+                       std::uint64_t bytes);
   CacheConfig config_;
   std::unique_ptr<State> state_;
 };

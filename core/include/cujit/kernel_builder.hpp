@@ -42,7 +42,8 @@ struct LinkedKernel {
   std::vector<ResolvedCall> resolved;
   // Provider requests made by this build (one per distinct provider and signature).
   std::size_t provider_requests = 0;
-  // Where the cubin came from, and the cache key's digest.
+  // Where the cubin came from (memo: link_cubin() copied a memorized build), and the cache
+  // key's digest.
   CacheSource source = CacheSource::built;
   std::string key;
 };
@@ -78,6 +79,13 @@ class KernelBuilder {
   // and an NRT_* symbol is unresolved, throws Error(nrt) naming symbol, input and fix; a
   // provider that throws gives an error naming the provider and the signature.
   LinkedKernel link_cubin() const;
+  // The same, shared: a build whose kernel name, options, inputs, declared functions
+  // (providers by identity) and settings read at call time (the NRT switch, the backend)
+  // match an earlier one's through the same cache is recalled from the cache's memo, the
+  // very object, without asking providers, scanning, hashing or copying. Builders whose
+  // compile options name include directories are not memorized (their headers on disk can
+  // change); they still hit the cache's tiers.
+  std::shared_ptr<const LinkedKernel> link_shared() const;
   // Links and loads (needs a GPU); one loaded module per link key in a process.
   BuiltKernel build() const;
 
@@ -92,6 +100,11 @@ class KernelBuilder {
   LinkedKernel link_set(LinkSet& set, LinkerBackend backend) const;
   nrt::Decision decision_for(const LinkSet& set) const;
   LinkableCode compile(const LinkableCode& code, CompileTarget target) const;
+  std::shared_ptr<const LinkedKernel> linked(CacheSource& from) const;
+  LinkedKernel link_fresh(LinkerBackend backend) const;
+  // Adds `code` to what the memo's pre-key names, as `role`.
+  void name_in_memo(std::string_view role, const LinkableCode& code);
+  void seal_memo_fields();
   std::vector<std::string> culprits_of(const std::string& log, const LinkSet& set) const;
 
   std::string kernel_name_;
@@ -100,6 +113,10 @@ class KernelBuilder {
   std::vector<DeclaredFunction> declared_;
   std::vector<LinkableCode> own_;
   std::vector<LinkableCode> external_;
+  // Everything a build depends on but the settings read at call time, as the memo names it
+  // (inputs by digest); memo_digest_ is its digest, empty when the builder is not memorized.
+  CacheKey memo_fields_{"kernel-build-memo"};
+  std::string memo_digest_;
 };
 
 }  // namespace cujit

@@ -2,6 +2,7 @@
 // Link providers: whatever backs a device function a kernel calls supplies, for the
 // signature actually used, the code to link, so the kernel author lists no files.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -16,12 +17,24 @@ namespace cujit {
 
 class LinkProvider {
  public:
+  LinkProvider() noexcept;
+  // A copy is another provider: it gets an identity of its own.
+  LinkProvider(const LinkProvider&) noexcept;
+  LinkProvider& operator=(const LinkProvider&) noexcept { return *this; }
   virtual ~LinkProvider() = default;
   // For messages: "block_reduce<128>".
   virtual std::string name() const = 0;
   // The code defining the declared function for `signature` (and anything it needs). May
   // generate and compile code on the spot. Items it marks nrt = true feed the NRT policy.
   virtual std::vector<LinkableCode> code_for(const Signature& signature) = 0;
+
+  // Unique to this object in the process, never reused: what a memorized build names the
+  // provider by (an address can be reused once an object is gone). A build that asked this
+  // provider once is recalled without asking it again.
+  std::uint64_t identity() const noexcept { return identity_; }
+
+ private:
+  const std::uint64_t identity_;
 };
 
 // A device function a kernel calls, declared to the KernelBuilder. Its symbol for each

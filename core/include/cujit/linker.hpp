@@ -44,6 +44,10 @@ struct LinkOptions {
 LinkerBackend choose_backend(std::optional<LinkerBackend> requested,
                              std::string_view environment_value);
 
+// The backend a Linker with `options` uses: choose_backend() with CUJIT_LINKER read only
+// when the options name no backend.
+LinkerBackend backend_for(const LinkOptions& options);
+
 // Pure: whether `backend` accepts `format` directly (cu is accepted by both: compiled first).
 bool backend_accepts(LinkerBackend backend, Format format) noexcept;
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "cujit/abi.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
 #include "link/link_log.hpp"
@@ -65,7 +66,37 @@ struct KernelBuilder::LinkSet {
 };
 
 KernelBuilder::KernelBuilder(std::string kernel_name, KernelOptions options, BuildCache& cache)
-    : kernel_name_(std::move(kernel_name)), options_(std::move(options)), cache_(&cache) {}
+    : kernel_name_(std::move(kernel_name)), options_(std::move(options)), cache_(&cache) {
+  const LinkOptions& link = options_.link;
+  const CompileOptions& compile = link.compile;
+  memo_fields_.add("kernel", kernel_name_)
+      .add("arch", link.arch.sm())
+      .add("lto", link.lto ? 1 : 0)
+      .add("backend", link.backend ? std::string(to_string(*link.backend)) : "unset")
+      .add("relocatable", compile.relocatable ? 1 : 0)
+      .add_list("name_expressions", compile.name_expressions)
+      .add_list("nvrtc_options", compile.options)
+      .add_list("nvjitlink_options", link.nvjitlink_options)
+      .add("nrt_override", options_.nrt ? (*options_.nrt ? 1 : 0) : -1);
+  for (const Header& header : compile.headers) {
+    memo_fields_.add("header", header.name).add("header_digest", sha256_hex(header.content));
+  }
+  seal_memo_fields();
+}
+
+void KernelBuilder::name_in_memo(std::string_view role, const LinkableCode& code) {
+  memo_fields_.add("input", role)
+      .add("format", to_string(code.format()))
+      .add("name", code.name())
+      .add("nrt", code.nrt() ? 1 : 0)
+      .add("digest", sha256_hex(code.bytes()));
+}
+
+// Include directories make a build depend on files that can change while the process runs;
+// such builders go through the cache's tiers, whose keys cover those files, every time.
+void KernelBuilder::seal_memo_fields() {
+  memo_digest_ = options_.link.compile.include_paths.empty() ? memo_fields_.digest() : std::string();
+}
 
 std::vector<Header> KernelBuilder::headers() const {
   std::vector<Header> out = nrt::headers();
@@ -86,6 +117,17 @@ KernelBuilder& KernelBuilder::declare(DeclaredFunction function) {
       }
     }
   }
+  memo_fields_.add("declared", function.name)
+      .add("module", function.module)
+      .add("abi", abi::to_string(function.abi))
+      .add("abi_name", function.abi_name.value_or(""));
+  for (const Signature& signature : function.signatures) memo_fields_.add("signature", signature.str());
+  for (const LinkableCode& item : function.link) name_in_memo("declared_link", item);
+  if (function.provider) {
+    memo_fields_.add("provider", function.provider->name())
+        .add("provider_identity", static_cast<long long>(function.provider->identity()));
+  }
+  seal_memo_fields();
   declared_.push_back(std::move(function));
   return *this;
 }
@@ -109,11 +151,15 @@ KernelBuilder& KernelBuilder::source(LinkableCode code) {
                     "; a kernel's own code is PTX, LTO-IR or CUDA C++ (add other formats "
                     "with link())");
   }
+  name_in_memo("own", code);
+  seal_memo_fields();
   own_.push_back(std::move(code));
   return *this;
 }
 
 KernelBuilder& KernelBuilder::link(LinkableCode code) {
+  name_in_memo("external", code);
+  seal_memo_fields();
   external_.push_back(std::move(code));
   return *this;
 }
@@ -260,12 +306,44 @@ std::vector<std::string> KernelBuilder::culprits_of(const std::string& log,
   return culprits;
 }
 
-LinkedKernel KernelBuilder::link_cubin() const {
+std::shared_ptr<const LinkedKernel> KernelBuilder::linked(CacheSource& from) const {
   if (own_.empty()) {
     throw Error(ErrorKind::usage, "KernelBuilder::link_cubin",
                 "kernel '" + kernel_name_ + "' has no source; add its own code with source()");
   }
-  const LinkerBackend backend = Linker(options_.link, *cache_).backend();
+  const LinkerBackend backend = backend_for(options_.link);
+  std::string pre_key;
+  if (!memo_digest_.empty()) {
+    pre_key.reserve(memo_digest_.size() + 16);
+    pre_key += memo_digest_;
+    pre_key += nrt::enabled() ? "+nrt:" : "-nrt:";
+    pre_key += to_string(backend);
+    if (std::shared_ptr<const LinkedKernel> memorized = cache_->recall<LinkedKernel>(pre_key)) {
+      from = CacheSource::memo;
+      return memorized;
+    }
+  }
+  auto fresh = std::make_shared<const LinkedKernel>(link_fresh(backend));
+  from = fresh->source;
+  if (!pre_key.empty()) {
+    cache_->memorize(pre_key, fresh, fresh->link.code.bytes().size() + fresh->link.info_log.size());
+  }
+  return fresh;
+}
+
+std::shared_ptr<const LinkedKernel> KernelBuilder::link_shared() const {
+  CacheSource from = CacheSource::built;
+  return linked(from);
+}
+
+LinkedKernel KernelBuilder::link_cubin() const {
+  CacheSource from = CacheSource::built;
+  LinkedKernel copy = *linked(from);
+  copy.source = from;
+  return copy;
+}
+
+LinkedKernel KernelBuilder::link_fresh(LinkerBackend backend) const {
   Resolver resolver(*this, backend);
   for (;;) {
     try {
@@ -313,10 +391,10 @@ LinkedKernel KernelBuilder::link_set(LinkSet& set, LinkerBackend backend) const 
 }
 
 BuiltKernel KernelBuilder::build() const {
-  LinkedKernel linked = link_cubin();
-  std::shared_ptr<Module> module = Module::shared(linked.link.code, linked.key);
+  const std::shared_ptr<const LinkedKernel> linked = link_shared();
+  std::shared_ptr<Module> module = Module::shared(linked->link.code, linked->key);
   Kernel kernel = module->kernel(kernel_name_);
-  return BuiltKernel{std::move(module), std::move(kernel), linked.nrt};
+  return BuiltKernel{std::move(module), std::move(kernel), linked->nrt};
 }
 
 }  // namespace cujit

@@ -1,8 +1,21 @@
 #include "cujit/link_provider.hpp"
 
+#include <atomic>
+
 #include "cujit/error.hpp"
 
 namespace cujit {
+namespace {
+
+std::uint64_t next_provider_identity() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+LinkProvider::LinkProvider() noexcept : identity_(next_provider_identity()) {}
+LinkProvider::LinkProvider(const LinkProvider&) noexcept : identity_(next_provider_identity()) {}
 
 std::string DeclaredFunction::symbol(const Signature& signature) const {
   if (abi == abi::Abi::c) return abi_name.value_or(name);

@@ -11,6 +11,7 @@
 #include "cujit/environment.hpp"
 #include "cujit/error.hpp"
 #include "cache/disk_cache.hpp"
+#include "cache/result_memo.hpp"
 
 namespace cujit {
 namespace {
@@ -34,6 +35,7 @@ std::string_view to_string(CacheSource source) noexcept {
     case CacheSource::disk: return "disk";
     case CacheSource::built: return "built";
     case CacheSource::waited: return "waited";
+    case CacheSource::memo: return "memo";
   }
   return "unknown";
 }
@@ -67,6 +69,7 @@ struct BuildCache::State {
   std::list<std::string> lru;  // most recently used first
   std::unordered_map<std::string, std::shared_future<std::string>> in_flight;
   std::optional<detail::DiskCache> disk;
+  std::optional<detail::ResultMemo> memo;  // absent in mode off
   CacheStats stats;
   std::vector<std::string> warnings;
 
@@ -122,6 +125,7 @@ struct BuildCache::State {
 
 BuildCache::BuildCache(CacheConfig config) : config_(std::move(config)), state_(std::make_unique<State>()) {
   for (const std::string& warning : config_.warnings) warn(warning);
+  if (config_.mode != CacheMode::off) state_->memo.emplace(config_.max_memory_bytes);
   if (config_.mode == CacheMode::disk) {
     detail::DiskCache& disk =
         state_->disk.emplace(config_.directory, config_.max_disk_bytes, config_.protect_recent, config_.fault);
@@ -271,9 +275,28 @@ void BuildCache::note_not_stored(std::string why) {
   ++state_->stats.not_stored;
 }
 
+std::shared_ptr<const void> BuildCache::recall_erased(const std::string& pre_key, std::type_index type) {
+  return state_->memo ? state_->memo->recall(pre_key, type) : nullptr;
+}
+
+void BuildCache::memorize_erased(const std::string& pre_key, std::type_index type, std::shared_ptr<const void> value,
+                                 std::uint64_t bytes) {
+  if (state_->memo) state_->memo->memorize(pre_key, type, std::move(value), bytes);
+}
+
 CacheStats BuildCache::stats() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->stats;
+  CacheStats stats;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    stats = state_->stats;
+  }
+  if (state_->memo) {
+    const detail::ResultMemo::Counts memo = state_->memo->counts();
+    stats.memo_hits = memo.hits;
+    stats.memo_entries = memo.entries;
+    stats.memo_bytes = memo.bytes;
+  }
+  return stats;
 }
 
 std::vector<std::string> BuildCache::warnings() const {
@@ -300,6 +323,7 @@ std::uint64_t BuildCache::disk_bytes() const {
 }
 
 std::size_t BuildCache::clear() {
+  if (state_->memo) state_->memo->clear();
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->memory.clear();

@@ -143,12 +143,14 @@ std::string environment_backend() {
 }
 }  // namespace
 
+LinkerBackend backend_for(const LinkOptions& options) {
+  // The environment is read only when no backend was asked for: a bad CUJIT_LINKER cannot
+  // fail a link that names its backend.
+  return choose_backend(options.backend, options.backend ? "" : environment_backend());
+}
+
 Linker::Linker(LinkOptions options, BuildCache& cache)
-    : options_(std::move(options)),
-      // The environment is read only when no backend was asked for: a bad CUJIT_LINKER
-      // cannot fail a link that names its backend.
-      backend_(choose_backend(options_.backend, options_.backend ? "" : environment_backend())),
-      cache_(&cache) {}
+    : options_(std::move(options)), backend_(backend_for(options_)), cache_(&cache) {}
 
 Linker::~Linker() = default;
 Linker::Linker(Linker&&) noexcept = default;
