@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "resource_spec.hpp"
+
 namespace cujit::cli {
 
 inline constexpr int exit_ok = 0;
@@ -21,8 +23,24 @@ struct ConformanceOptions {
   std::vector<std::string> areas;  // empty: all
   bool quiet = false;
   bool isolate = false;  // each test in its own process
+  std::string shard{};   // "I/N": run the I-th of N shards (shard_record.hpp); empty: all
 };
 int conformance(const ConformanceOptions& options);
+
+// Merges the results of `cujit conformance --shard` runs into one JUnit file and one
+// verdict; exit 1 for a failed test or a shard missing, duplicated, unfinished or crashed.
+struct MergeOptions {
+  std::vector<std::string> shard_dirs;
+  std::filesystem::path out;
+};
+int merge(const MergeOptions& options);
+
+// Writes the CTest resource spec of this host's GPUs (resource_spec.hpp).
+struct ResourceSpecOptions {
+  std::filesystem::path out;  // empty: standard output
+  int slots_per_gpu = default_slots_per_gpu;
+};
+int resource_spec(const ResourceSpecOptions& options);
 
 struct BenchOptions {
   std::filesystem::path out;

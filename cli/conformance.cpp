@@ -2,19 +2,23 @@
 // prints a one-screen summary: passed / failed / skipped by area, and why tests skipped.
 // A suite that dies (a vendor library crashing on an input) is a failure naming the
 // signal and the test it was in; with --isolate each test runs in its own process, so a
-// crash costs only the test that crashed and the others still count.
-#include <algorithm>
+// crash costs only the test that crashed and the others still count. With --shard I/N it
+// runs only its share of each executable's tests and leaves DIR/shard.json for `cujit merge`
+// (shard_record.hpp); every run also writes DIR/resource-spec.json, this host's GPUs for
+// `ctest --resource-spec-file`.
 #include <chrono>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include "commands.hpp"
+#include "devices.hpp"
+#include "junit.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "resource_spec.hpp"
+#include "shard_record.hpp"
 #include "spawn.hpp"
 
 namespace cujit::cli {
@@ -25,97 +29,12 @@ namespace fs = std::filesystem;
 const std::vector<std::string> all_areas = {"format", "program", "linking", "module", "nrt", "abi",
                                             "graph", "cache", "scenarios", "reliability", "mutation", "cli"};
 
-enum class Result { passed, failed, skipped };
-
-struct TestCase {
-  std::string suite, name;  // classname and name as Google Test writes them
-  Result result = Result::passed;
-  std::string message;  // why it failed or was skipped
-  std::string time = "0";
-};
-
 struct AreaResult {
   int passed = 0, failed = 0, skipped = 0;
+  std::string crashed;  // how the executable died without its report (then one failure more)
   std::map<std::string, int> skip_reasons;
   std::vector<std::string> failures;
 };
-
-std::string unescape(std::string text) {
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"&quot;", "\""}, {"&apos;", "'"},
-                                 {"&lt;", "<"}, {"&gt;", ">"}, {"&#x0A;", " "}, {"&#x0D;", " "}, {"&amp;", "&"}}) {
-    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-      text.replace(at, from.size(), to);
-    }
-  }
-  return text;
-}
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\n': out += "&#x0A;"; break;
-      case '\r': out += "&#x0D;"; break;
-      default:
-        // XML 1.0 has no other control characters.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t') out += '?';
-        else out += c;
-    }
-  }
-  return out;
-}
-
-std::string attribute(const std::string& element, const std::string& name) {
-  const std::string key = " " + name + "=\"";
-  const std::size_t start = element.find(key);
-  if (start == std::string::npos) return {};
-  const std::size_t from = start + key.size();
-  return unescape(element.substr(from, element.find('"', from) - from));
-}
-
-// Reads a Google Test XML report: each <testcase> is passed, failed (has <failure>) or
-// skipped (result="skipped", with the reason in <skipped message=...>).
-std::vector<TestCase> read_report(const fs::path& xml) {
-  std::ifstream in(xml);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  std::vector<TestCase> cases;
-  std::size_t at = 0;
-  while ((at = text.find("<testcase ", at)) != std::string::npos) {
-    const std::size_t end_open = text.find('>', at);
-    if (end_open == std::string::npos) break;
-    const bool self_closing = text[end_open - 1] == '/';
-    const std::size_t close = self_closing ? end_open : text.find("</testcase>", at);
-    const std::size_t end = close == std::string::npos ? text.size() : close;
-    const std::string element = text.substr(at, end - at);
-    const std::string open = text.substr(at, end_open - at);
-    TestCase test;
-    test.name = attribute(open, "name");
-    test.suite = attribute(open, "classname");
-    if (const std::string time = attribute(open, "time"); !time.empty()) test.time = time;
-    if (attribute(open, "result") == "skipped") {
-      test.result = Result::skipped;
-      const std::size_t skipped = element.find("<skipped ");
-      test.message = skipped == std::string::npos ? "" : attribute(element.substr(skipped), "message");
-      // Google Test puts the source location first ("file.cpp:42 reason"): group by reason.
-      static const std::regex location(R"(^\S+:\d+\s+)");
-      test.message = std::regex_replace(test.message, location, "");
-      if (test.message.empty()) test.message = "no reason given";
-    } else if (const std::size_t failure = element.find("<failure"); failure != std::string::npos) {
-      test.result = Result::failed;
-      test.message = attribute(element.substr(failure), "message");
-    }
-    cases.push_back(std::move(test));
-    at = end;
-  }
-  return cases;
-}
 
 void count(AreaResult& area, const TestCase& test) {
   switch (test.result) {
@@ -160,12 +79,21 @@ std::vector<std::string> parse_test_list(const std::string& listing) {
 struct Area {
   std::string name;
   fs::path executable, xml, log, out;
+  Shard shard;
 };
 
-ChildSpec suite_child(const Area& area, std::vector<std::string> args) {
+// Whether Google Test picks the child's tests of the area's shard (GTEST_TOTAL_SHARDS and
+// GTEST_SHARD_INDEX), or the child runs what its arguments name.
+enum class GtestSharding { by_environment, none };
+
+ChildSpec suite_child(const Area& area, std::vector<std::string> args, GtestSharding sharding) {
   ChildSpec child = child_spec({area.executable.string()});
   child.argv.insert(child.argv.end(), args.begin(), args.end());
   child.environment = {{"CUJIT_CACHE_DIR", (area.out / "cache").string()}};
+  if (sharding == GtestSharding::by_environment && area.shard.total > 1) {
+    child.environment.emplace_back("GTEST_TOTAL_SHARDS", std::to_string(area.shard.total));
+    child.environment.emplace_back("GTEST_SHARD_INDEX", std::to_string(area.shard.index));
+  }
   child.out = Sink::capture;
   child.err_to_out = true;
   return child;
@@ -178,7 +106,8 @@ AreaResult run_whole(const Area& area) {
   fs::remove(area.xml, ignored);  // an earlier run's report must not pass for this one's
   OutputFile log(area.log);
   Tail tail;
-  const ChildExit exit = run_child(suite_child(area, {"--gtest_output=xml:" + area.xml.string()}),
+  const ChildExit exit = run_child(suite_child(area, {"--gtest_output=xml:" + area.xml.string()},
+                                               GtestSharding::by_environment),
                                    [&](Stream, std::string_view text) {
                                      log.write(text);
                                      tail.append(text);
@@ -186,7 +115,7 @@ AreaResult run_whole(const Area& area) {
   log.finish();
   const bool reported = fs::exists(area.xml);
   if (reported) {
-    for (const TestCase& test : read_report(area.xml)) count(result, test);
+    for (const TestCase& test : read_junit(area.xml)) count(result, test);
   }
   if (exit.exited() && reported) return result;
   // Died (or never wrote its report): one failure naming how, and the test it was in.
@@ -196,48 +125,21 @@ AreaResult run_whole(const Area& area) {
   if (!running.empty() && !reported) why += " in " + running;
   std::cerr << "cujit conformance: " << area.name << " " << why << ", see " << shown(area.log.string()) << "\n";
   ++result.failed;
+  result.crashed = why;
   result.failures.push_back("(" + why + ": see " + area.log.string() + ")");
   return result;
 }
 
-void write_junit(const fs::path& xml, const std::vector<TestCase>& cases) {
-  std::map<std::string, std::vector<const TestCase*>> suites;
-  int failures = 0, skipped = 0;
-  for (const TestCase& test : cases) {
-    suites[test.suite].push_back(&test);
-    failures += test.result == Result::failed;
-    skipped += test.result == Result::skipped;
-  }
-  std::ostringstream out;
-  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"" << cases.size() << "\" failures=\""
-      << failures << "\" disabled=\"0\" errors=\"0\" name=\"AllTests\">\n";
-  for (const auto& [suite, tests] : suites) {
-    out << "  <testsuite name=\"" << escape(suite) << "\" tests=\"" << tests.size() << "\">\n";
-    for (const TestCase* test : tests) {
-      out << "    <testcase name=\"" << escape(test->name) << "\" status=\"run\" result=\""
-          << (test->result == Result::skipped ? "skipped" : "completed") << "\" time=\"" << escape(test->time)
-          << "\" classname=\"" << escape(suite) << "\"";
-      if (test->result == Result::passed) {
-        out << " />\n";
-        continue;
-      }
-      const char* tag = test->result == Result::failed ? "failure" : "skipped";
-      out << ">\n      <" << tag << " message=\"" << escape(test->message) << "\" type=\"\"></" << tag
-          << ">\n    </testcase>\n";
-    }
-    out << "  </testsuite>\n";
-  }
-  out << "</testsuites>\n";
-  write_file(xml, out.str());
-}
-
 // One process per test: a test that crashes is a failure naming its signal; the others
-// still count. The area's JUnit XML is merged from the per-test reports.
+// still count. The area's JUnit XML is merged from the per-test reports. A shard takes
+// every N-th listed test from its index on: the tests Google Test's own sharding gives it.
 AreaResult run_isolated(const Area& area) {
   AreaResult result;
+  std::error_code ignored;
+  fs::remove(area.xml, ignored);  // an earlier run's report must not pass for this one's
   OutputFile log(area.log);
   std::string listing;
-  const ChildExit listed = run_child(suite_child(area, {"--gtest_list_tests"}),
+  const ChildExit listed = run_child(suite_child(area, {"--gtest_list_tests"}, GtestSharding::none),
                                      [&](Stream, std::string_view text) {
                                        log.write(text);
                                        if (listing.size() < (64u << 20)) listing.append(text);
@@ -247,6 +149,7 @@ AreaResult run_isolated(const Area& area) {
     const std::string why = "listing its tests: " + describe(listed);
     std::cerr << "cujit conformance: " << area.name << " " << why << ", see " << shown(area.log.string()) << "\n";
     ++result.failed;
+    result.crashed = why;
     result.failures.push_back("(" + why + ": see " + area.log.string() + ")");
     return result;
   }
@@ -255,19 +158,21 @@ AreaResult run_isolated(const Area& area) {
   std::vector<TestCase> cases;
   int index = 0;
   for (const std::string& name : parse_test_list(listing)) {
-    const fs::path xml = reports / (std::to_string(index++) + ".xml");
-    std::error_code ignored;
+    const int listed_index = index++;
+    if (listed_index % area.shard.total != area.shard.index) continue;
+    const fs::path xml = reports / (std::to_string(listed_index) + ".xml");
     fs::remove(xml, ignored);
     log.write("=== " + name + "\n");
     Tail tail;
-    const ChildExit exit = run_child(suite_child(area, {"--gtest_filter=" + name, "--gtest_output=xml:" + xml.string()}),
+    const ChildExit exit = run_child(suite_child(area, {"--gtest_filter=" + name, "--gtest_output=xml:" + xml.string()},
+                                                 GtestSharding::none),
                                      [&](Stream, std::string_view text) {
                                        log.write(text);
                                        tail.append(text);
                                      });
     const bool reported = exit.exited() && fs::exists(xml);
     if (reported) {
-      for (TestCase& test : read_report(xml)) cases.push_back(std::move(test));
+      for (TestCase& test : read_junit(xml)) cases.push_back(std::move(test));
       continue;
     }
     TestCase test;
@@ -287,10 +192,18 @@ AreaResult run_isolated(const Area& area) {
   return result;
 }
 
-bool valid_area(const std::string& area) {
-  return !area.empty() && std::all_of(area.begin(), area.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
+AreaRecord area_record(const std::string& name, const AreaResult& result) {
+  return AreaRecord{name, result.passed, result.failed, result.skipped, result.crashed};
+}
+
+// Written before the first suite runs and again after the last, through a temporary file
+// and a rename, so that a reader never sees half a record.
+void write_shard_record(const fs::path& out, const ShardRecord& record) {
+  const fs::path temporary = out / (std::string(shard_record_file) + ".partial");
+  write_file(temporary, to_json(record));
+  std::error_code error;
+  fs::rename(temporary, out / shard_record_file, error);
+  if (error) throw CliError("cannot write " + shown((out / shard_record_file).string()) + ": " + error.message());
 }
 
 }  // namespace
@@ -298,29 +211,52 @@ bool valid_area(const std::string& area) {
 int conformance(const ConformanceOptions& options) {
   const std::vector<std::string> areas = options.areas.empty() ? all_areas : options.areas;
   for (const std::string& area : areas) {
-    if (!valid_area(area)) {
+    if (!valid_area_name(area)) {
       throw CliError("conformance: --area " + shown(area) + ": an area is a name of lowercase letters, digits and _");
+    }
+  }
+  const Shard shard = options.shard.empty() ? Shard{} : parse_shard(options.shard);
+  for (const std::string& name : areas) {
+    const fs::path executable = build_dir() / "conformance" / ("conformance_" + name);
+    if (!fs::exists(executable)) {
+      std::cerr << "cujit conformance: no suite " << shown(name) << " (" << executable << ")\n";
+      return exit_usage;
     }
   }
   const fs::path junit = options.out / "junit";
   make_output_dir(junit, "conformance: --out");
+
+  std::string why_no_device;
+  const std::vector<DeviceInfo> devices = devices_present(why_no_device);
+  write_file(options.out / "resource-spec.json", resource_spec_json(devices, default_slots_per_gpu));
+  ShardRecord record;
+  record.shard = shard;
+  record.areas_requested = areas;
+  for (const DeviceInfo& device : devices) record.devices.push_back(device.str());
+  write_shard_record(options.out, record);
+  std::cerr << "cujit conformance: shard " << shard.str() << "; "
+            << (devices.empty() ? "no CUDA device (" + why_no_device + ")"
+                                : std::to_string(devices.size()) + " device(s), resource spec in " +
+                                      shown((options.out / "resource-spec.json").string()))
+            << "\n";
+
   std::map<std::string, AreaResult> results;
   const auto start = std::chrono::steady_clock::now();
   int index = 0;
   for (const std::string& name : areas) {
     ++index;
     const Area area{name, build_dir() / "conformance" / ("conformance_" + name), junit / (name + ".xml"),
-                    options.out / ("conformance_" + name + ".log"), options.out};
-    if (!fs::exists(area.executable)) {
-      std::cerr << "cujit conformance: no suite " << shown(name) << " (" << area.executable << ")\n";
-      return exit_usage;
-    }
+                    options.out / ("conformance_" + name + ".log"), options.out, shard};
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::cerr << "[" << index << "/" << areas.size() << "] conformance " << name
-              << (options.isolate ? " (each test isolated)" : "") << " (" << std::fixed << std::setprecision(1)
-              << elapsed << " s elapsed)\n";
+              << (options.isolate ? " (each test isolated)" : "")
+              << (shard.total > 1 ? " (shard " + shard.str() + ")" : "") << " (" << std::fixed
+              << std::setprecision(1) << elapsed << " s elapsed)\n";
     results[name] = options.isolate ? run_isolated(area) : run_whole(area);
+    record.areas.push_back(area_record(name, results[name]));
   }
+  record.finished = true;
+  write_shard_record(options.out, record);
 
   int passed = 0, failed = 0, skipped = 0;
   std::map<std::string, int> reasons;
@@ -341,6 +277,7 @@ int conformance(const ConformanceOptions& options) {
     for (const std::string& name : r.failures) std::cout << "FAILED " << area << ": " << name << "\n";
   }
   std::cout << "JUnit XML: " << junit.string() << "\n";
+  if (shard.total > 1) std::cout << "shard " << shard.str() << ": " << (options.out / shard_record_file).string() << "\n";
   std::cout << "conformance: " << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
   return failed > 0 ? exit_failures : exit_ok;
 }

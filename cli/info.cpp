@@ -1,7 +1,9 @@
-// cujit info: toolkit, driver, device, cache, NRT, and what each backend supports.
+// cujit info: toolkit, driver, every device, cache, NRT, and what each backend supports.
+#include <cstdlib>
 #include <iostream>
 
 #include "commands.hpp"
+#include "devices.hpp"
 #include "cujit/build_cache.hpp"
 #include "cujit/device.hpp"
 #include "cujit/error.hpp"
@@ -21,11 +23,15 @@ int info() {
   } catch (const Error& error) {
     std::cout << "CCCL: " << error.message() << "\n";
   }
-  if (has_device()) {
-    std::cout << "driver " << driver_version() << ", " << device_count() << " device(s); device 0: "
-              << device_name(0) << " (" << Arch::of_device(0).sm() << ")\n";
+  std::string why_no_device;
+  const std::vector<DeviceInfo> devices = devices_present(why_no_device);
+  if (devices.empty()) {
+    std::cout << "no CUDA device: " << why_no_device << "\n";
   } else {
-    std::cout << "no CUDA device: " << no_device_reason() << "\n";
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    std::cout << "driver " << driver_version() << ", " << devices.size() << " device(s)"
+              << (visible != nullptr ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : std::string()) << "\n";
+    for (const DeviceInfo& device : devices) std::cout << "device " << device.ordinal << ": " << device.str() << "\n";
   }
   const BuildCache& cache = BuildCache::global();
   std::cout << "cache: " << to_string(cache.config().mode) << " at " << cache.config().directory.string()

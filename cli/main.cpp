@@ -39,6 +39,20 @@ int run_command_line(int argc, char** argv) {
                               "Only these areas (format, program, linking, module, nrt, abi, graph, cache, scenarios, reliability, cli)");
   conformance_cmd->add_flag("--isolate", conformance_options.isolate,
                             "Run each test in its own process: a test that crashes is a failure naming its signal, the others still count");
+  conformance_cmd->add_option("--shard", conformance_options.shard,
+                              "Run the I-th of N shards (I/N, I from 0) and write DIR/shard.json for `cujit merge`");
+
+  MergeOptions merge_options{{}, default_out_dir() / "merged"};
+  auto* merge_cmd = app.add_subcommand("merge", "Merge conformance shards into one JUnit file and one verdict");
+  merge_cmd->add_option("dirs", merge_options.shard_dirs, "The --out directory of each shard")->required();
+  merge_cmd->add_option("--out", merge_options.out, "Output directory (junit.xml, verdict.json)");
+
+  ResourceSpecOptions resource_spec_options;
+  auto* resource_spec_cmd =
+      app.add_subcommand("resource-spec", "CTest resource spec of this host's GPUs (ctest --resource-spec-file)");
+  resource_spec_cmd->add_option("--out", resource_spec_options.out, "Write it here (default: standard output)");
+  resource_spec_cmd->add_option("--slots-per-gpu", resource_spec_options.slots_per_gpu,
+                                "GPU tests that share one GPU at once (default 4)");
 
   BenchOptions bench_options{default_out_dir() / "bench", false, false, {}, {}};
   auto* bench_cmd = app.add_subcommand("bench", "Run the benchmark families; JSON out");
@@ -86,6 +100,8 @@ int run_command_line(int argc, char** argv) {
   try {
     if (run_cmd->parsed()) return run(run_options);
     if (conformance_cmd->parsed()) return conformance(conformance_options);
+    if (merge_cmd->parsed()) return merge(merge_options);
+    if (resource_spec_cmd->parsed()) return resource_spec(resource_spec_options);
     if (bench_cmd->parsed()) return bench(bench_options);
     if (report_cmd->parsed()) return report(report_files, report_out);
     if (compare_cmd->parsed()) return compare(baseline, current, threshold, markdown);

@@ -159,6 +159,21 @@ inline std::string linking_scenario(const std::string& name, const std::string& 
          R"(", "inputs": [{"fixture": "scale_kernel.ptx"}], "expect": {"outcome": "success"}})";
 }
 
+// `cujit conformance --out OUT [--shard SHARD] --area A...` over a fake build tree, with
+// extra environment entries (CUJIT_FAKE_CRASH=1 makes FakeSuite.Crashes die).
+inline Run conformance_run(const fs::path& build, const fs::path& out, const std::string& shard,
+                           const std::vector<std::string>& areas,
+                           std::vector<std::pair<std::string, std::string>> env = {}) {
+  Spec spec;
+  spec.args = {"conformance", "--out", out.string()};
+  if (!shard.empty()) spec.args.insert(spec.args.end(), {"--shard", shard});
+  for (const std::string& area : areas) spec.args.insert(spec.args.end(), {"--area", area});
+  spec.env = std::move(env);
+  spec.env.emplace_back("CUJIT_BUILD_DIR", build.string());
+  spec.unset = {"CUJIT_FAKE_CRASH", "GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX"};
+  return run_cujit(spec);
+}
+
 // The argument vectors cli_fake_tool logged (CUJIT_FAKE_ARGV_LOG), each as its arguments.
 inline std::vector<std::vector<std::string>> logged_calls(const fs::path& log) {
   std::vector<std::vector<std::string>> calls;

@@ -10,6 +10,7 @@
 
 #include "cujit/device.hpp"
 #include "cujit/error.hpp"
+#include "support/device_allotment.hpp"
 
 namespace cujit::test {
 
@@ -41,6 +42,8 @@ bool gpu_required();
 
 // First statement of every GPU test: skips with the reason on machines without a device,
 // fails instead when the run requires a GPU, so a GPU lane can never pass by skipping.
+// With a device, the process says once which one it runs on (announce_device), so that a
+// multi-GPU lane's log shows every test's GPU.
 #define CUJIT_REQUIRE_DEVICE()                                                       \
   do {                                                                               \
     if (!::cujit::has_device()) {                                                    \
@@ -50,6 +53,7 @@ bool gpu_required();
       }                                                                              \
       GTEST_SKIP() << "no CUDA device (" << ::cujit::no_device_reason() << ")";      \
     }                                                                                \
+    ::cujit::test::announce_device();                                                \
   } while (false)
 
 // Runs `statement`, which must throw cujit::Error of `expected_kind`; binds it to `error`

@@ -1,0 +1,186 @@
+// `cujit conformance --shard I/N` over a fake build tree whose suites are cli_fake_tool
+// (three tests each): each shard runs its share of every executable through Google Test's
+// sharding, the shards together run every test exactly once, --isolate picks the same
+// share, and each shard leaves a record (shard.json) that says what it ran, and how an
+// executable died. The I/N parsing is tested in process.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+
+#include "cli_test_support.hpp"
+#include "junit.hpp"
+#include "output.hpp"
+#include "shard_record.hpp"
+
+namespace cujit {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+using test::cli::conformance_run;
+
+// "area:Suite.Test" for every test case of every area's JUnit XML under `out`.
+std::multiset<std::string> tests_run(const fs::path& out, const std::vector<std::string>& areas) {
+  std::multiset<std::string> names;
+  for (const std::string& area : areas) {
+    for (const cli::TestCase& test : cli::read_junit(out / "junit" / (area + ".xml"))) {
+      names.insert(area + ":" + test.suite + "." + test.name);
+    }
+  }
+  return names;
+}
+
+cli::ShardRecord record_of(const fs::path& out) {
+  return cli::parse_shard_record(test::cli::read_all(out / cli::shard_record_file), "shard.json");
+}
+
+class CliShard : public ::testing::Test {
+ protected:
+  TempDir dir_;
+  const std::vector<std::string> areas_{"format", "nrt"};
+  const fs::path build_ = test::cli::make_fake_build(dir_.path(), areas_);
+};
+
+TEST_F(CliShard, ShardsTogetherRunEveryTestExactlyOnce) {
+  const auto whole = conformance_run(build_, dir_.path() / "whole", "", areas_);
+  ASSERT_EQ(whole.exit_code, 0) << whole.all();
+  const std::multiset<std::string> every = tests_run(dir_.path() / "whole", areas_);
+  ASSERT_EQ(every.size(), 6u);
+
+  std::multiset<std::string> union_of_shards;
+  for (int index = 0; index < 3; ++index) {
+    const fs::path out = dir_.path() / ("shard" + std::to_string(index));
+    const auto run = conformance_run(build_, out, std::to_string(index) + "/3", areas_);
+    ASSERT_EQ(run.exit_code, 0) << run.all();
+    const std::multiset<std::string> ran = tests_run(out, areas_);
+    // Three tests per executable over three shards: one test of each executable per shard.
+    EXPECT_EQ(ran.size(), 2u) << "shard " << index;
+    union_of_shards.insert(ran.begin(), ran.end());
+  }
+  EXPECT_EQ(union_of_shards, every);
+}
+
+TEST_F(CliShard, RecordSaysWhichShardRanWhatAndThatItFinished) {
+  const fs::path out = dir_.path() / "out";
+  const auto run = conformance_run(build_, out, "1/2", areas_);
+  ASSERT_EQ(run.exit_code, 0) << run.all();
+  const cli::ShardRecord record = record_of(out);
+  EXPECT_EQ(record.shard.index, 1);
+  EXPECT_EQ(record.shard.total, 2);
+  EXPECT_TRUE(record.finished);
+  EXPECT_EQ(record.areas_requested, areas_);
+  ASSERT_EQ(record.areas.size(), 2u);
+  // Shard 1 of 2 gets the second of each executable's three tests: FakeSuite.Skips.
+  EXPECT_EQ(record.areas[0].passed, 0);
+  EXPECT_EQ(record.areas[0].skipped, 1);
+  EXPECT_EQ(record.areas[0].crashed, "");
+  EXPECT_NE(run.out.find("shard 1/2"), std::string::npos) << run.all();
+}
+
+TEST_F(CliShard, UnshardedRunIsShardZeroOfOne) {
+  const fs::path out = dir_.path() / "out";
+  ASSERT_EQ(conformance_run(build_, out, "", {"format"}).exit_code, 0);
+  const cli::ShardRecord record = record_of(out);
+  EXPECT_EQ(record.shard.str(), "0/1");
+  EXPECT_TRUE(record.finished);
+  EXPECT_EQ(record.passed(), 2);
+  EXPECT_EQ(record.skipped(), 1);
+}
+
+TEST_F(CliShard, IsolatedShardRunsTheSameTestsAsGoogleTestSharding) {
+  for (int index = 0; index < 2; ++index) {
+    const std::string shard = std::to_string(index) + "/2";
+    const fs::path sharded = dir_.path() / ("gtest" + std::to_string(index));
+    const fs::path isolated = dir_.path() / ("isolated" + std::to_string(index));
+    ASSERT_EQ(conformance_run(build_, sharded, shard, areas_).exit_code, 0);
+    test::cli::Spec spec;
+    spec.args = {"conformance", "--isolate", "--out", isolated.string(), "--shard", shard, "--area", "format",
+                 "--area", "nrt"};
+    spec.env = {{"CUJIT_BUILD_DIR", build_.string()}};
+    spec.unset = {"CUJIT_FAKE_CRASH"};
+    const auto run = test::cli::run_cujit(spec);
+    ASSERT_EQ(run.exit_code, 0) << run.all();
+    EXPECT_EQ(tests_run(isolated, areas_), tests_run(sharded, areas_)) << "shard " << shard;
+  }
+}
+
+TEST_F(CliShard, CrashedExecutableIsNamedInTheRecord) {
+  const fs::path out = dir_.path() / "out";
+  // Shard 0 of 2 holds FakeSuite.Crashes (the third test).
+  const auto run = conformance_run(build_, out, "0/2", {"format"}, {{"CUJIT_FAKE_CRASH", "1"}});
+  EXPECT_EQ(run.exit_code, 1) << run.all();
+  const cli::ShardRecord record = record_of(out);
+  EXPECT_TRUE(record.finished);
+  ASSERT_EQ(record.areas.size(), 1u);
+  EXPECT_NE(record.areas[0].crashed.find("SIGSEGV"), std::string::npos) << record.areas[0].crashed;
+  EXPECT_GE(record.failed(), 1);
+}
+
+TEST_F(CliShard, MalformedShardIsExit2NamingTheOption) {
+  for (const std::string shard : {"2/2", "1", "x/2", "1/0", "0/10001", "1/2/3", "0x1/2"}) {
+    SCOPED_TRACE(shard);
+    const auto run = conformance_run(build_, dir_.path() / "out", shard, {"format"});
+    EXPECT_EQ(run.exit_code, 2) << run.all();
+    EXPECT_NE(run.err.find("--shard '" + shard + "'"), std::string::npos) << run.all();
+  }
+}
+
+TEST(ShardArgument, ParsesIndexAndTotalCountingFromZero) {
+  EXPECT_EQ(cli::parse_shard("0/1").str(), "0/1");
+  const cli::Shard shard = cli::parse_shard("3/4");
+  EXPECT_EQ(shard.index, 3);
+  EXPECT_EQ(shard.total, 4);
+  EXPECT_EQ(cli::parse_shard("9999/10000").total, 10000);
+  EXPECT_THROW(cli::parse_shard("4/4"), cli::CliError);
+  EXPECT_THROW(cli::parse_shard("/4"), cli::CliError);
+  EXPECT_THROW(cli::parse_shard("0/"), cli::CliError);
+  EXPECT_THROW(cli::parse_shard("-1/2"), cli::CliError);
+  EXPECT_THROW(cli::parse_shard(" 0/1"), cli::CliError);
+  EXPECT_THROW(cli::parse_shard("+0/1"), cli::CliError);
+}
+
+TEST(ShardRecord, ReadsBackWhatItWrote) {
+  cli::ShardRecord record;
+  record.shard = {2, 5};
+  record.finished = true;
+  record.areas_requested = {"format", "cli"};
+  record.devices = {"NVIDIA H100 (sm_90)"};
+  record.areas = {{"format", 3, 1, 2, ""}, {"cli", 0, 1, 0, "crashed: SIGSEGV in A.B"}};
+  const cli::ShardRecord read = cli::parse_shard_record(cli::to_json(record), "here");
+  EXPECT_EQ(read.shard.str(), "2/5");
+  EXPECT_TRUE(read.finished);
+  EXPECT_EQ(read.areas_requested, record.areas_requested);
+  EXPECT_EQ(read.devices, record.devices);
+  ASSERT_EQ(read.areas.size(), 2u);
+  EXPECT_EQ(read.areas[1].crashed, "crashed: SIGSEGV in A.B");
+  EXPECT_EQ(read.passed(), 3);
+  EXPECT_EQ(read.failed(), 2);
+  EXPECT_EQ(read.skipped(), 2);
+}
+
+TEST(ShardRecord, RejectsRecordsThatCouldMisleadTheMerge) {
+  cli::ShardRecord good;
+  good.areas_requested = {"format"};
+  good.areas = {{"format", 1, 0, 0, ""}};
+  const nlohmann::json valid = nlohmann::json::parse(cli::to_json(good));
+  const std::vector<std::pair<std::string, nlohmann::json>> damaged{
+      {"index beyond total", [&] { auto j = valid; j["shard"]["index"] = 1; return j; }()},
+      {"no total", [&] { auto j = valid; j["shard"].erase("total"); return j; }()},
+      {"other schema", [&] { auto j = valid; j["schema"] = 2; return j; }()},
+      {"area naming a path", [&] { auto j = valid; j["areas"][0]["name"] = "../etc"; return j; }()},
+      {"negative count", [&] { auto j = valid; j["areas"][0]["failed"] = -1; return j; }()},
+      {"finished as text", [&] { auto j = valid; j["finished"] = "yes"; return j; }()},
+  };
+  EXPECT_NO_THROW(cli::parse_shard_record(valid.dump(), "shard.json"));
+  for (const auto& [what, json] : damaged) {
+    SCOPED_TRACE(what);
+    EXPECT_THROW(cli::parse_shard_record(json.dump(), "shard.json"), cli::CliError);
+  }
+  EXPECT_THROW(cli::parse_shard_record("{not json", "shard.json"), cli::CliError);
+}
+
+}  // namespace
+}  // namespace cujit
