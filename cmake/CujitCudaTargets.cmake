@@ -27,3 +27,12 @@ if(EXISTS "${cujit_nvrtc_dir}/${CUJIT_NVRTC_SONAME}")
 else()
   file(REAL_PATH "${CUJIT_nvrtc_LIBRARY}" CUJIT_NVRTC_DEFAULT_LIBRARY)
 endif()
+
+# nvJitLink likewise (core/src/link/nvjitlink_api.cpp).
+set(CUJIT_NVJITLINK_SONAME "libnvJitLink.so.${CUDAToolkit_VERSION_MAJOR}")
+get_filename_component(cujit_nvjitlink_dir "${CUJIT_nvJitLink_LIBRARY}" DIRECTORY)
+if(EXISTS "${cujit_nvjitlink_dir}/${CUJIT_NVJITLINK_SONAME}")
+  set(CUJIT_NVJITLINK_DEFAULT_LIBRARY "${cujit_nvjitlink_dir}/${CUJIT_NVJITLINK_SONAME}")
+else()
+  file(REAL_PATH "${CUJIT_nvJitLink_LIBRARY}" CUJIT_NVJITLINK_DEFAULT_LIBRARY)
+endif()

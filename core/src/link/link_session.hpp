@@ -37,8 +37,7 @@ std::unique_ptr<LinkSession> open_nvjitlink_session(const Arch& arch, bool lto,
                                                     const std::vector<std::string>& extra);
 std::unique_ptr<LinkSession> open_driver_session(const Arch& arch);
 
+// "13.0", or "unavailable (why)" when nvJitLink cannot be loaded.
 std::string nvjitlink_version_string();
-// The nvJitLink library file this process loaded (support/library_identity).
-std::string nvjitlink_library_identity();
 
 }  // namespace cujit::detail

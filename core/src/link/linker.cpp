@@ -12,6 +12,7 @@
 #include "link/defined_symbols.hpp"
 #include "link/link_log.hpp"
 #include "link/link_session.hpp"
+#include "link/nvjitlink_api.hpp"
 #include "support/library_identity.hpp"
 #include "support/record.hpp"
 
@@ -360,8 +361,9 @@ CachedLink Linker::link_cached() const {
 }
 
 const std::string& nvjitlink_identity() {
-  static const std::string identity =
-      "nvjitlink " + nvjitlink_version() + ": " + detail::nvjitlink_library_identity();
+  // The file, not the version it reports: naming it needs no load, so a cache hit never
+  // maps nvJitLink (and the file pins the exact release, which major.minor does not).
+  static const std::string identity = "nvjitlink: " + detail::nvjitlink_library_identity();
   return identity;
 }
 

@@ -1,34 +1,18 @@
 // The nvJitLink backend of the Linker.
-#include <nvJitLink.h>
-
 #include <atomic>
 #include <deque>
 
 #include "support/handle_counts.hpp"
 #include "cujit/error.hpp"
 #include "link/link_session.hpp"
+#include "link/nvjitlink_api.hpp"
 #include "link/nvjitlink_test_hook.hpp"
-#include "support/library_identity.hpp"
 #include "support/stderr_capture.hpp"
 #include "support/vendor_call.hpp"
 
 namespace cujit::detail {
 namespace {
 
-// Every nvJitLink function cujit calls, each timed and counted on the calling thread
-// (cujit/vendor_time.hpp): call them as nvjitlink.nvJitLinkComplete(...), never directly.
-// Most are inline wrappers in nvJitLink.h around versioned symbols; the table holds those.
-#define CUJIT_NVJITLINK_FUNCTIONS(X)                                                      \
-  X(nvJitLinkCreate) X(nvJitLinkDestroy) X(nvJitLinkAddData) X(nvJitLinkComplete)         \
-  X(nvJitLinkGetLinkedCubinSize) X(nvJitLinkGetLinkedCubin) X(nvJitLinkGetErrorLogSize)   \
-  X(nvJitLinkGetErrorLog) X(nvJitLinkGetInfoLogSize) X(nvJitLinkGetInfoLog) X(nvJitLinkVersion)
-
-struct NvJitLinkApi {
-#define CUJIT_NVJITLINK_MEMBER(fn) VendorEntry<VendorLibrary::nvjitlink, decltype(&::fn)> fn{&::fn};
-  CUJIT_NVJITLINK_FUNCTIONS(CUJIT_NVJITLINK_MEMBER)
-#undef CUJIT_NVJITLINK_MEMBER
-};
-constexpr NvJitLinkApi nvjitlink;
 
 std::string result_name(nvJitLinkResult result) {
   switch (result) {
@@ -72,13 +56,13 @@ class NvJitLinkSession final : public LinkSession {
     std::vector<const char*> pointers;
     for (const std::string& option : options) pointers.push_back(option.c_str());
     const nvJitLinkResult result =
-        nvjitlink.nvJitLinkCreate(&handle_, static_cast<std::uint32_t>(pointers.size()),
+        nvjitlink().nvJitLinkCreate(&handle_, static_cast<std::uint32_t>(pointers.size()),
                                   pointers.data());
     if (result != NVJITLINK_SUCCESS) {
       // A failed create can still hand back a handle holding the reason: read its log,
       // then release it (it leaked about 1 KB per failure before).
       const std::string log = handle_ != nullptr ? raw_error_log() : "";
-      if (handle_ != nullptr) nvjitlink.nvJitLinkDestroy(&handle_);
+      if (handle_ != nullptr) nvjitlink().nvJitLinkDestroy(&handle_);
       handle_ = nullptr;
       std::string joined;
       for (const std::string& option : options) joined += " " + option;
@@ -89,7 +73,7 @@ class NvJitLinkSession final : public LinkSession {
   }
   ~NvJitLinkSession() override {
     if (handle_ != nullptr) {
-      nvjitlink.nvJitLinkDestroy(&handle_);
+      nvjitlink().nvJitLinkDestroy(&handle_);
       handle_released(HandleKind::link_session);
     }
   }
@@ -106,7 +90,7 @@ class NvJitLinkSession final : public LinkSession {
     const char* name = names_.back().c_str();
     return captured("nvJitLinkAddData", [&] {
       run_step_hook("nvJitLinkAddData", code.bytes().data(), code.bytes().size());
-      return nvjitlink.nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(),
+      return nvjitlink().nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(),
                                         name);
     });
   }
@@ -114,12 +98,12 @@ class NvJitLinkSession final : public LinkSession {
   StepStatus complete() override {
     return captured("nvJitLinkComplete", [&] {
       run_step_hook("nvJitLinkComplete", nullptr, 0);
-      return nvjitlink.nvJitLinkComplete(handle_);
+      return nvjitlink().nvJitLinkComplete(handle_);
     });
   }
 
   std::string info_log() const override {
-    return without_tag(read_log(nvjitlink.nvJitLinkGetInfoLogSize, nvjitlink.nvJitLinkGetInfoLog),
+    return without_tag(read_log(nvjitlink().nvJitLinkGetInfoLogSize, nvjitlink().nvJitLinkGetInfoLog),
                        tag_);
   }
   std::string error_log() const override {
@@ -128,11 +112,11 @@ class NvJitLinkSession final : public LinkSession {
 
   StepStatus cubin(Bytes& image) const override {
     std::size_t size = 0;
-    nvJitLinkResult result = nvjitlink.nvJitLinkGetLinkedCubinSize(handle_, &size);
+    nvJitLinkResult result = nvjitlink().nvJitLinkGetLinkedCubinSize(handle_, &size);
     if (result != NVJITLINK_SUCCESS) return {false, "nvJitLinkGetLinkedCubinSize", result_name(result)};
     if (size == 0) return {false, "nvJitLinkGetLinkedCubinSize", "an empty cubin"};
     image.assign(size, '\0');
-    result = nvjitlink.nvJitLinkGetLinkedCubin(handle_, image.data());
+    result = nvjitlink().nvJitLinkGetLinkedCubin(handle_, image.data());
     if (result != NVJITLINK_SUCCESS) return {false, "nvJitLinkGetLinkedCubin", result_name(result)};
     return {};
   }
@@ -173,7 +157,7 @@ class NvJitLinkSession final : public LinkSession {
   }
 
   std::string raw_error_log() const {
-    return read_log(nvjitlink.nvJitLinkGetErrorLogSize, nvjitlink.nvJitLinkGetErrorLog);
+    return read_log(nvjitlink().nvJitLinkGetErrorLogSize, nvjitlink().nvJitLinkGetErrorLog);
   }
 
   // First member: the tap is installed before the handle exists and removed after it is
@@ -197,18 +181,15 @@ std::unique_ptr<LinkSession> open_nvjitlink_session(const Arch& arch, bool lto,
   return std::make_unique<NvJitLinkSession>(arch, lto, extra);
 }
 
-std::string nvjitlink_library_identity() {
-  // nvJitLinkCreate is an inline wrapper in the header: take a symbol the library exports.
-  return library_identity(reinterpret_cast<const void*>(&nvJitLinkVersion));
-}
-
 std::string nvjitlink_version_string() {
   static const std::string version = [] {
-    unsigned major = 0, minor = 0;
-    if (nvjitlink.nvJitLinkVersion(&major, &minor) != NVJITLINK_SUCCESS) {
-      return std::string("unknown");
+    try {
+      unsigned major = 0, minor = 0;
+      if (nvjitlink().nvJitLinkVersion(&major, &minor) != NVJITLINK_SUCCESS) return std::string("unknown");
+      return std::to_string(major) + "." + std::to_string(minor);
+    } catch (const Error& error) {
+      return "unavailable (" + error.message() + ")";
     }
-    return std::to_string(major) + "." + std::to_string(minor);
   }();
   return version;
 }

@@ -1,14 +1,15 @@
-// Run by the NVRTC loading tests (test_nvrtc_library.cpp) as a new process, so that what it
-// maps is its own doing: libcujit loads NVRTC on first use, and a cache hit never does.
+// Run by the vendor library loading tests (test_vendor_libraries.cpp) as a new process, so
+// that what it maps is its own doing: libcujit loads NVRTC and nvJitLink on first use, and a
+// cache hit never does.
 //
-//   nvrtc_child compile CACHE_DIR|off   compile_cached of a tiny kernel to PTX
-//   nvrtc_child kernel  CACHE_DIR|off   KernelBuilder::link_cubin of a tiny kernel
-//   nvrtc_child identity                nvrtc_identity() and nvrtc_version()
+//   vendor_library_child compile CACHE_DIR|off   compile_cached of a tiny kernel to PTX
+//   vendor_library_child kernel  CACHE_DIR|off   KernelBuilder::link_cubin of a tiny kernel
+//   vendor_library_child identity                the identities and versions of both
 //
-// Prints key=value lines: source= (built, disk...), identity=, version=, then always
-// mapped= (the libnvrtc files in /proc/self/maps, space-separated, or "none"). A cujit
-// Error is printed as error-kind=, error-component=, error= and exits 3: the process
-// survives it.
+// Prints key=value lines: source= (built, disk...), nvrtc-identity=, nvrtc-version=,
+// nvjitlink-identity=, nvjitlink-version=, then always nvrtc= and nvjitlink= (the library
+// files in /proc/self/maps, space-separated, or "none"). A cujit Error is printed as
+// error-kind=, error-component=, error= and exits 3: the process survives it.
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -18,6 +19,7 @@
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
 #include "cujit/kernel_builder.hpp"
+#include "cujit/linker.hpp"
 #include "cujit/program.hpp"
 
 namespace {
@@ -31,8 +33,9 @@ cujit::CacheConfig cache_at(const std::string& directory) {
   return config;
 }
 
-// NVRTC's own library, not its builtins beside it (libnvrtc-builtins).
-std::string mapped_nvrtc() {
+// The mapped files whose names start with `prefix` (NVRTC's own library is "libnvrtc.",
+// not its builtins beside it, libnvrtc-builtins).
+std::string mapped(const std::string& prefix) {
   std::ifstream maps("/proc/self/maps");
   std::set<std::string> files;
   for (std::string line; std::getline(maps, line);) {
@@ -40,7 +43,7 @@ std::string mapped_nvrtc() {
     if (slash == std::string::npos) continue;
     const std::string path = line.substr(slash);
     const std::string name = path.substr(path.rfind('/') + 1);
-    if (name.rfind("libnvrtc", 0) == 0 && name.rfind("libnvrtc-builtins", 0) != 0) files.insert(path);
+    if (name.rfind(prefix, 0) == 0) files.insert(path);
   }
   std::string out;
   for (const std::string& file : files) out += (out.empty() ? "" : " ") + file;
@@ -68,11 +71,13 @@ int run(const std::vector<std::string>& args) {
     return 0;
   }
   if (args.size() == 1 && args[0] == "identity") {
-    std::printf("identity=%s\n", cujit::nvrtc_identity().c_str());
-    std::printf("version=%s\n", cujit::nvrtc_version().c_str());
+    std::printf("nvrtc-identity=%s\n", cujit::nvrtc_identity().c_str());
+    std::printf("nvrtc-version=%s\n", cujit::nvrtc_version().c_str());
+    std::printf("nvjitlink-identity=%s\n", cujit::nvjitlink_identity().c_str());
+    std::printf("nvjitlink-version=%s\n", cujit::nvjitlink_version().c_str());
     return 0;
   }
-  std::fprintf(stderr, "usage: see the comment at the top of nvrtc_child.cpp\n");
+  std::fprintf(stderr, "usage: see the comment at the top of vendor_library_child.cpp\n");
   return 2;
 }
 
@@ -88,6 +93,7 @@ int main(int argc, char** argv) {
                 error.message().c_str());
     status = 3;
   }
-  std::printf("mapped=%s\n", mapped_nvrtc().c_str());
+  std::printf("nvrtc=%s\n", mapped("libnvrtc.").c_str());
+  std::printf("nvjitlink=%s\n", mapped("libnvJitLink.").c_str());
   return status;
 }

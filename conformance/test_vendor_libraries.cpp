@@ -1,0 +1,191 @@
+// NVRTC and nvJitLink are loaded on first use: a process that only hits the cache maps
+// neither, a compile maps NVRTC and a link nvJitLink, CUJIT_NVRTC_LIBRARY and
+// CUJIT_NVJITLINK_LIBRARY choose the files, and a file that is not the library asked for is
+// a typed error naming it. Each case runs vendor_library_child as a new process: what a
+// process maps, and the libraries it loads once, are its own.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/child_process.hpp"
+#include "support/fixtures.hpp"
+
+namespace cujit {
+namespace {
+namespace fs = std::filesystem;
+
+struct ChildAnswer {
+  int exit_code = -1;
+  std::map<std::string, std::string> values;  // the key=value lines
+  std::string output;
+
+  const std::string& operator[](const std::string& key) const {
+    static const std::string missing = "<missing>";
+    const auto found = values.find(key);
+    return found == values.end() ? missing : found->second;
+  }
+};
+
+ChildAnswer run_child(const std::vector<std::string>& args,
+                            const std::vector<std::string>& environment = {}) {
+  std::vector<std::string> argv{CUJIT_VENDOR_LIBRARY_CHILD};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const test::ChildResult child = test::run_child(argv, environment);
+  ChildAnswer answer{child.exit_code, {}, child.output};
+  std::istringstream lines(child.output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto equals = line.find('=');
+    if (equals != std::string::npos) answer.values[line.substr(0, equals)] = line.substr(equals + 1);
+  }
+  return answer;
+}
+
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+const std::string real_nvrtc = fs::canonical(CUJIT_TEST_NVRTC_LIBRARY).string();
+const std::string real_nvjitlink = fs::canonical(CUJIT_TEST_NVJITLINK_LIBRARY).string();
+
+// One library as the tests see it: its variable, the child's keys for it, its real file
+// and another library's file, which the loader opens but which lacks every function.
+struct Library {
+  const char* label;      // the child's key prefix: "nvrtc", "nvjitlink"
+  const char* variable;   // CUJIT_NVRTC_LIBRARY
+  const char* component;  // "NVRTC": errors come from "NVRTC (dlopen)" / "NVRTC (dlsym)"
+  const char* first_missing;  // the first function the other library lacks
+  std::string real;
+  std::string other;
+
+  std::string chosen(const fs::path& path) const { return std::string(variable) + "=" + path.string(); }
+};
+
+const std::vector<Library>& libraries() {
+  static const std::vector<Library> all{
+      {"nvrtc", "CUJIT_NVRTC_LIBRARY", "NVRTC", "nvrtcCreateProgram", real_nvrtc, real_nvjitlink},
+      {"nvjitlink", "CUJIT_NVJITLINK_LIBRARY", "nvJitLink", "__nvJitLinkCreate_13_0", real_nvjitlink, real_nvrtc},
+  };
+  return all;
+}
+
+TEST(VendorLibraries, ACompileMapsNvrtcALinkNvJitLinkAndADiskHitNeither) {
+  {
+    test::TempDir dir;
+    const std::string cache = (dir.path() / "cache").string();
+    const ChildAnswer built = run_child({"compile", cache});
+    ASSERT_EQ(built.exit_code, 0) << built.output;
+    EXPECT_EQ(built["source"], "built");
+    EXPECT_EQ(built["nvrtc"], real_nvrtc) << "a compile loads NVRTC";
+    EXPECT_EQ(built["nvjitlink"], "none") << "a compile needs no nvJitLink";
+    const ChildAnswer hit = run_child({"compile", cache});
+    ASSERT_EQ(hit.exit_code, 0) << hit.output;
+    EXPECT_EQ(hit["source"], "disk");
+    EXPECT_EQ(hit["nvrtc"], "none") << "a cache hit needs no NVRTC";
+  }
+  test::TempDir dir;
+  const std::string cache = (dir.path() / "cache").string();
+  const ChildAnswer built = run_child({"kernel", cache});
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  EXPECT_EQ(built["source"], "built");
+  EXPECT_EQ(built["nvrtc"], real_nvrtc);
+  EXPECT_EQ(built["nvjitlink"], real_nvjitlink) << "a link loads nvJitLink";
+  const ChildAnswer hit = run_child({"kernel", cache});
+  ASSERT_EQ(hit.exit_code, 0) << hit.output;
+  EXPECT_EQ(hit["source"], "disk");
+  EXPECT_EQ(hit["nvrtc"], "none") << "a warm-cache process never loads NVRTC";
+  EXPECT_EQ(hit["nvjitlink"], "none") << "a warm-cache process never loads nvJitLink";
+}
+
+TEST(VendorLibraries, TheIdentitiesNameTheBuildsFiles) {
+  const ChildAnswer answer = run_child({"identity"});
+  ASSERT_EQ(answer.exit_code, 0) << answer.output;
+  EXPECT_EQ(answer["nvrtc-identity"].rfind("nvrtc: path=" + real_nvrtc + ";size=", 0), 0u) << answer.output;
+  EXPECT_TRUE(contains(answer["nvrtc-identity"], "libnvrtc-builtins")) << answer.output;
+  EXPECT_EQ(answer["nvjitlink-identity"].rfind("nvjitlink: path=" + real_nvjitlink + ";size=", 0), 0u)
+      << answer.output;
+  for (const Library& library : libraries()) {
+    EXPECT_NE(answer[std::string(library.label) + "-version"].find('.'), std::string::npos) << answer.output;
+    EXPECT_EQ(answer[library.label], library.real) << "the version is read from the library it names";
+  }
+}
+
+TEST(VendorLibraries, TheChosenLibraryIsTheOneLoadedAndNamed) {
+  for (const Library& library : libraries()) {
+    test::TempDir dir;
+    // A link to the toolkit's file stands for another toolkit's: the key names the real file.
+    const fs::path link = dir.path() / "libchosen.so";
+    fs::create_symlink(library.real, link);
+    for (const fs::path& path : {fs::path(library.real), link}) {
+      const ChildAnswer built = run_child({"kernel", "off"}, {library.chosen(path)});
+      ASSERT_EQ(built.exit_code, 0) << built.output;
+      EXPECT_EQ(built["source"], "built");
+      EXPECT_EQ(built[library.label], library.real) << path;
+
+      const ChildAnswer named = run_child({"identity"}, {library.chosen(path)});
+      ASSERT_EQ(named.exit_code, 0) << named.output;
+      EXPECT_TRUE(contains(named[std::string(library.label) + "-identity"], "path=" + library.real + ";"))
+          << named.output;
+    }
+  }
+}
+
+// Every way a variable can name something that is not the library: a typed error from the
+// component, naming the path and the loader's reason, in a process that carries on.
+TEST(HostileVendorLibraries, APathThatIsNotTheLibraryIsATypedErrorNamingIt) {
+  for (const Library& library : libraries()) {
+    test::TempDir dir;
+    struct Case {
+      fs::path path;
+      std::string component;
+      std::string reason;  // part of what the loader says
+    };
+    const std::string dlopen = std::string(library.component) + " (dlopen)";
+    const std::vector<Case> cases{
+        {dir.path() / "missing" / "libx.so.13", dlopen, "No such file"},
+        {dir.write("libx.so.13", "not a shared library\n"), dlopen, ""},
+        {dir.path(), dlopen, ""},
+        {fs::path(library.other), std::string(library.component) + " (dlsym)",
+         std::string("has no ") + library.first_missing},
+    };
+    for (const Case& bad : cases) {
+      const ChildAnswer answer = run_child({"kernel", "off"}, {library.chosen(bad.path)});
+      EXPECT_EQ(answer.exit_code, 3) << bad.path << "\n" << answer.output;
+      EXPECT_EQ(answer["error-kind"], "unsupported") << answer.output;
+      EXPECT_EQ(answer["error-component"], bad.component) << answer.output;
+      EXPECT_TRUE(contains(answer["error"], "'" + bad.path.string() + "'")) << answer.output;
+      EXPECT_TRUE(contains(answer["error"], library.variable)) << answer.output;
+      EXPECT_TRUE(contains(answer["error"], bad.reason)) << answer.output;
+      EXPECT_NE(answer[library.label], library.real) << "never the build's library instead";
+
+      // Reports: the version says why it is unavailable; the identity of a file that is
+      // there is that file's (no entry can exist under it: nothing was built with it).
+      const ChildAnswer reported = run_child({"identity"}, {library.chosen(bad.path)});
+      if (reported.exit_code == 0) {
+        const std::string version = reported[std::string(library.label) + "-version"];
+        EXPECT_EQ(version.rfind("unavailable (", 0), 0u) << reported.output;
+        EXPECT_TRUE(contains(version, bad.path.string())) << reported.output;
+      } else {
+        EXPECT_EQ(reported.exit_code, 3) << reported.output;
+        EXPECT_TRUE(contains(reported["error"], bad.path.string())) << reported.output;
+      }
+    }
+  }
+}
+
+TEST(HostileVendorLibraries, ARelativePathIsAUsageErrorNamingTheVariable) {
+  for (const Library& library : libraries()) {
+    const ChildAnswer answer = run_child({"kernel", "off"}, {library.chosen("libx.so.13")});
+    EXPECT_EQ(answer.exit_code, 3) << answer.output;
+    EXPECT_EQ(answer["error-kind"], "usage") << answer.output;
+    EXPECT_TRUE(contains(answer["error"], std::string(library.variable) + "='libx.so.13'")) << answer.output;
+    EXPECT_EQ(answer[library.label], "none") << answer.output;
+  }
+}
+
+}  // namespace
+}  // namespace cujit
