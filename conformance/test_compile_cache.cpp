@@ -9,7 +9,8 @@
 #include <functional>
 #include <thread>
 
-#include "compile/header_manifest.hpp"  // core/src: the trace reader is tested directly
+#include "compile/header_manifest.hpp"
+#include "support/record.hpp"  // core/src: the trace reader is tested directly
 #include "cujit/compile_cache.hpp"
 #include "cujit/linker.hpp"
 #include "cujit/reduce.hpp"
@@ -335,6 +336,50 @@ TEST(HeaderManifest, AnAbsoluteIncludeWithoutIncludePathsIsCoveredToo) {
   const CachedCompile changed = compile_cached(program, sm90_ptx(), cache);
   EXPECT_EQ(changed.source, CacheSource::built);
   EXPECT_EQ(changed.result.code.bytes(), program.compile(sm90_ptx()).code.bytes());
+}
+
+// A manifest read back in a new process trusts a header's recorded digest while the file's
+// stamp (device, inode, size, mtime, ctime) is the one recorded, so an unchanged header is
+// stat()ed, not read and hashed: shown by a recorded digest no read could produce, which
+// stands until the file changes.
+TEST(HeaderManifest, AnUnchangedHeaderIsKeyedByItsStampWithoutBeingRead) {
+  test::TempDir dir;
+  const fs::path header = dir.write("val.h", "#define VAL 7\n");
+  let_headers_settle();
+  std::string why_not;
+  const auto captured = detail::HeaderManifest::capture({header.string()}, {}, {}, std::chrono::system_clock::now(),
+                                                        why_not);
+  ASSERT_TRUE(captured) << why_not;
+  const std::string real_digest = captured->key_fields().at(2);
+  std::string encoded = captured->encode();
+  const std::string planted(64, 'a');
+  encoded.replace(encoded.find(real_digest), real_digest.size(), planted);
+  const auto decoded = detail::HeaderManifest::decode(encoded);
+  ASSERT_TRUE(decoded);
+  const auto unchanged = decoded->current_key_fields();
+  ASSERT_TRUE(unchanged);
+  EXPECT_EQ(unchanged->at(2), planted) << "the recorded digest, not a read";
+
+  dir.write("val.h", "#define VAL 8\n");
+  const auto changed = decoded->current_key_fields();
+  ASSERT_TRUE(changed);
+  EXPECT_NE(changed->at(2), planted);
+  EXPECT_NE(changed->at(2), real_digest);
+}
+
+TEST(HeaderManifest, AManifestWithoutStampsDoesNotDecode) {
+  test::TempDir dir;
+  const fs::path header = dir.write("val.h", "#define VAL 7\n");
+  let_headers_settle();
+  std::string why_not;
+  const auto captured = detail::HeaderManifest::capture({header.string()}, {}, {}, std::chrono::system_clock::now(),
+                                                        why_not);
+  ASSERT_TRUE(captured) << why_not;
+  detail::Record record = *detail::decode_record(captured->encode());
+  record.erase("stamp.0");
+  EXPECT_FALSE(detail::HeaderManifest::decode(detail::encode_record(record)));
+  record["stamp.0"] = "1 2 three 4 5";
+  EXPECT_FALSE(detail::HeaderManifest::decode(detail::encode_record(record)));
 }
 
 TEST(HeaderManifest, ACompileThatCannotReadFilesIsStoredAtOnce) {

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include <filesystem>
 #include <map>
@@ -29,15 +30,6 @@ Clock::time_point changed_at(const struct stat& info) {
       std::chrono::seconds(info.st_ctim.tv_sec) + std::chrono::nanoseconds(info.st_ctim.tv_nsec)));
 }
 
-struct Stamp {
-  dev_t device;
-  ino_t inode;
-  off_t size;
-  long long mtime_ns;
-  long long ctime_ns;
-  friend bool operator==(const Stamp&, const Stamp&) = default;
-};
-
 Stamp stamp_of(const struct stat& info) {
   return Stamp{info.st_dev, info.st_ino, info.st_size,
                info.st_mtim.tv_sec * 1000000000LL + info.st_mtim.tv_nsec,
@@ -60,7 +52,23 @@ DigestMemo& memo() {
 struct FileState {
   std::string digest;
   Clock::time_point changed;
+  Stamp stamp;
 };
+
+std::string encode_stamp(const Stamp& stamp) {
+  return std::to_string(stamp.device) + " " + std::to_string(stamp.inode) + " " + std::to_string(stamp.size) + " " +
+         std::to_string(stamp.mtime_ns) + " " + std::to_string(stamp.ctime_ns);
+}
+
+std::optional<Stamp> decode_stamp(const std::string& text) {
+  unsigned long long device = 0, inode = 0;
+  long long size = 0, mtime = 0, ctime = 0;
+  char extra = 0;
+  if (std::sscanf(text.c_str(), "%llu %llu %lld %lld %lld%c", &device, &inode, &size, &mtime, &ctime, &extra) != 5) {
+    return std::nullopt;
+  }
+  return Stamp{static_cast<dev_t>(device), static_cast<ino_t>(inode), static_cast<off_t>(size), mtime, ctime};
+}
 
 // The file's digest now, or nullopt when it is missing, not regular or unreadable.
 std::optional<FileState> file_state(const std::string& path) {
@@ -71,7 +79,7 @@ std::optional<FileState> file_state(const std::string& path) {
   {
     std::lock_guard<std::mutex> lock(memo().mutex);
     if (auto found = memo().known.find(path); found != memo().known.end() && found->second.first == stamp) {
-      return FileState{found->second.second, changed};
+      return FileState{found->second.second, changed, stamp};
     }
   }
   std::string bytes;
@@ -80,7 +88,7 @@ std::optional<FileState> file_state(const std::string& path) {
   } catch (const Error&) {
     return std::nullopt;
   }
-  FileState state{sha256_hex(bytes), changed};
+  FileState state{sha256_hex(bytes), changed, stamp};
   if (changed + settle_time < Clock::now()) {
     std::lock_guard<std::mutex> lock(memo().mutex);
     memo().known[path] = {stamp, state.digest};
@@ -159,7 +167,7 @@ std::optional<HeaderManifest> HeaderManifest::capture(const std::vector<std::str
                 std::to_string(settle_time.count()) + " s before the compile";
       return std::nullopt;
     }
-    manifest.files_.push_back(File{path, state->digest});
+    manifest.files_.push_back(File{path, state->digest, state->stamp});
     if (const auto under = found_under(path, dirs)) {
       for (std::size_t earlier = 0; earlier < under->first; ++earlier) {
         absent.insert((fs::path(dirs[earlier]) / under->second).lexically_normal().string());
@@ -176,6 +184,7 @@ std::string HeaderManifest::encode() const {
   for (std::size_t i = 0; i < files_.size(); ++i) {
     record["path." + std::to_string(i)] = files_[i].path;
     record["digest." + std::to_string(i)] = files_[i].digest;
+    record["stamp." + std::to_string(i)] = encode_stamp(files_[i].stamp);
   }
   record["absent"] = std::to_string(absent_.size());
   for (std::size_t i = 0; i < absent_.size(); ++i) record["absent." + std::to_string(i)] = absent_[i];
@@ -200,8 +209,11 @@ std::optional<HeaderManifest> HeaderManifest::decode(std::string_view bytes) {
   for (std::size_t i = 0; i < *files; ++i) {
     const auto path = record->find("path." + std::to_string(i));
     const auto digest = record->find("digest." + std::to_string(i));
-    if (path == record->end() || digest == record->end()) return std::nullopt;
-    manifest.files_.push_back(File{path->second, digest->second});
+    const auto stamp = record->find("stamp." + std::to_string(i));
+    if (path == record->end() || digest == record->end() || stamp == record->end()) return std::nullopt;
+    const auto decoded = decode_stamp(stamp->second);
+    if (!decoded) return std::nullopt;
+    manifest.files_.push_back(File{path->second, digest->second, *decoded});
   }
   for (std::size_t i = 0; i < *absent; ++i) {
     const auto path = record->find("absent." + std::to_string(i));
@@ -228,10 +240,18 @@ std::vector<std::string> HeaderManifest::key_fields() const {
 std::optional<std::vector<std::string>> HeaderManifest::current_key_fields() const {
   std::vector<std::string> fields;
   for (const File& file : files_) {
-    const auto state = file_state(file.path);
-    if (!state) return std::nullopt;
     fields.push_back("file");
     fields.push_back(file.path);
+    // The stamp it had when captured, which was after it settled: content cannot change
+    // without changing the stamp (ctime cannot be set back), so the recorded digest stands
+    // and the file is not read. One stat per header in a new process.
+    struct stat info {};
+    if (::stat(file.path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && stamp_of(info) == file.stamp) {
+      fields.push_back(file.digest);
+      continue;
+    }
+    const auto state = file_state(file.path);
+    if (!state) return std::nullopt;
     fields.push_back(state->digest);
   }
   for (const std::string& path : absent_) {

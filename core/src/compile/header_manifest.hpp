@@ -5,6 +5,8 @@
 // keys the compile's result (compile_cache.cpp). In-memory headers are keyed by content
 // elsewhere and NVRTC's built-in headers belong to the NVRTC identity.
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -21,6 +23,17 @@ std::optional<std::vector<std::string>> headers_in_trace(std::string_view trace_
 // changing still: its digest is not trusted for caching. 1 s covers the coarsest
 // timestamp clocks of local and network file systems.
 inline constexpr std::chrono::seconds settle_time{1};
+
+// What identifies a file's content without reading it: device, inode, size, mtime and
+// ctime (nanoseconds). Any write or replacement changes it.
+struct Stamp {
+  dev_t device;
+  ino_t inode;
+  off_t size;
+  long long mtime_ns;
+  long long ctime_ns;
+  friend bool operator==(const Stamp&, const Stamp&) = default;
+};
 
 class HeaderManifest {
  public:
@@ -50,6 +63,7 @@ class HeaderManifest {
   struct File {
     std::string path;
     std::string digest;
+    Stamp stamp;  // when captured
   };
   std::vector<File> files_;
   std::vector<std::string> absent_;
