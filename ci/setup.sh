@@ -4,8 +4,10 @@
 # machine that has them needs no network.
 set -euo pipefail
 
+# libhiredis-dev: the build cache's remote tier (Redis); redis-server: its tests, which
+# start their own server on a loopback port.
 packages=(cmake g++ make libgtest-dev libbenchmark-dev libssl-dev nlohmann-json3-dev libcli11-dev
-          python3 python3-matplotlib clang libclang-rt-14-dev)
+          python3 python3-matplotlib clang libclang-rt-14-dev libhiredis-dev redis-server)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -7,3 +7,4 @@ set(CUJIT_SANITIZE "" CACHE STRING
     "Sanitizers for cujit targets: empty, 'address,undefined' or 'thread'")
 option(CUJIT_BUILD_CLI "Build the cujit command" ON)
 option(CUJIT_FUZZ "Build the libFuzzer targets (clang)" OFF)
+option(CUJIT_WITH_HIREDIS "Build the Redis remote cache tier when hiredis (libhiredis-dev) is found" ON)

@@ -3,8 +3,10 @@
 // NRT library, ABI compilation, kernel builds and the reduce build all go through). It
 // stores bytes under keys and knows nothing of compilers, linkers or drivers. A memory
 // tier (LRU bounded in bytes, one build per key at a time) in front of a disk tier
-// (fan-out directories, atomic entries with a checksum). A cache that cannot be used never
-// fails a build: it records a warning, counts it, and builds.
+// (fan-out directories, atomic entries with a checksum; one build per key across the
+// processes sharing it) and an optional remote tier (Redis, shared by a fleet, every value
+// verified; one build per key across machines). A cache that cannot be used never fails a
+// build: it records a warning, counts it, and builds.
 
 #include <chrono>
 #include <cstdint>
@@ -33,15 +35,40 @@ struct CacheConfig {
   // The cap still holds: when only such entries stand in the way, a new entry is not
   // written (stats().disk_cap_refusals) rather than the cap exceeded.
   std::chrono::seconds protect_recent{300};
+  // One build per key across processes: a process building a key holds the key's lock file
+  // in the disk tier; another process asking for the key waits for it, then reads the
+  // entry. A wait longer than this gives up and builds (a warning, stats().lock_timeouts),
+  // so a stuck builder delays others by at most this much (a dead one releases at once).
+  // The same bound holds for waiting on another machine's build (remote_lock_ttl).
+  std::chrono::milliseconds lock_timeout{120'000};
   // Testing seam: called before each disk operation ("lock", "create", "write", "fsync",
-  // "rename", "read", and "list:<fan-out directory>" as a walk opens one) with its name; a
-  // non-zero result is an errno that makes that operation fail, as a full disk (ENOSPC), a
-  // read-only file system (EROFS) or a permission (EACCES) would. Empty in normal use.
+  // "rename", "read" (the open of an entry), "pread" (each read system call on an entry
+  // file: one per lookup), "key-lock" (the open of a key's lock file), and
+  // "list:<fan-out directory>" as a walk opens one) with its name; a non-zero result is an
+  // errno that makes that operation fail, as a full disk (ENOSPC), a read-only file system
+  // (EROFS) or a permission (EACCES) would. Empty in normal use.
   std::function<int(std::string_view operation)> fault;
+
+  // The remote tier: redis://[[user]:password@]host[:port][/db], empty for none. Needs a
+  // cujit built with hiredis (remote_built_in()); without it, a warning and no remote tier.
+  std::string remote;
+  // Connecting, and each socket read or write, waits at most this long; a Redis that fails
+  // (down, slow, refusing the password) is then left alone for remote_backoff.
+  std::chrono::milliseconds remote_timeout{50};
+  std::chrono::milliseconds remote_backoff{5000};
+  // Entries expire after this long in Redis; 0: never (Redis' maxmemory policy evicts).
+  std::chrono::seconds remote_ttl{0};
+  // A machine building a key holds a lock key in Redis this long (it is deleted when the
+  // build is written through): another machine waits for it instead of building too, and
+  // takes over when a builder that died lets it expire.
+  std::chrono::milliseconds remote_lock_ttl{30'000};
 
   // From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,
   // else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES (decimal byte
-  // counts). Any other value is Error(usage) naming the variable (cujit/environment.hpp).
+  // counts), CUJIT_CACHE_LOCK_TIMEOUT (seconds), CUJIT_CACHE_REMOTE (the URL),
+  // CUJIT_CACHE_REMOTE_TIMEOUT_MS, CUJIT_CACHE_REMOTE_TTL (seconds),
+  // CUJIT_CACHE_REMOTE_LOCK_MS. Any other value is Error(usage) naming the variable
+  // (cujit/environment.hpp; a URL is never echoed, it may hold a password).
   static CacheConfig from_environment();
   std::vector<std::string> warnings;
 };
@@ -71,10 +98,28 @@ struct CacheStats {
   std::uint64_t memo_hits = 0;
   std::uint64_t memo_entries = 0;
   std::uint64_t memo_bytes = 0;
+
+  // Across processes (the per-key lock in the disk tier).
+  std::uint64_t process_waits = 0;        // builds that waited for another process's build of the key
+  std::uint64_t lock_timeouts = 0;        // waits that gave up (lock_timeout) and built
+  std::uint64_t lock_failures = 0;        // locks that could not be taken: built without
+  std::uint64_t stale_locks_removed = 0;  // lock files no process held, swept by walks
+
+  // The remote tier. Hits and misses count as hits do (manifest lookups not at all).
+  std::uint64_t remote_hits = 0;
+  std::uint64_t remote_misses = 0;
+  std::uint64_t remote_writes = 0;
+  std::uint64_t remote_corrupt = 0;         // values or replies that were not a sound entry: misses
+  std::uint64_t remote_errors = 0;          // calls that failed: down, timed out, refused the password
+  std::uint64_t remote_skipped = 0;         // calls not tried: within the back-off after a failure
+  std::uint64_t remote_write_failures = 0;  // writes Redis refused (full under noeviction, read-only)
+  std::uint64_t remote_waits = 0;           // builds that waited for another machine's build
+  std::uint64_t remote_lock_timeouts = 0;   // such waits that gave up (lock_timeout) and built
 };
 
 // Where an answer came from: memo is a decoded result recalled from the memo (recall()).
-enum class CacheSource { memory, disk, built, waited, memo };
+// remote is an entry fetched from Redis (and written to the disk tier).
+enum class CacheSource { memory, disk, built, waited, memo, remote };
 std::string_view to_string(CacheSource source) noexcept;
 
 class BuildCache {
@@ -89,25 +134,31 @@ class BuildCache {
   // A process-wide cache with mode off: everything passed it is built afresh.
   static BuildCache& disabled();
 
-  // The payload for `key`: from memory, else disk, else build() (whose result is stored
-  // in both tiers). Concurrent callers of one key share one build(); if it throws, they
-  // all get its exception and nothing is stored.
+  // The payload for `key`: from memory, else disk, else remote, else build() (whose result
+  // is stored in every tier). Concurrent callers of one key share one build(); if it
+  // throws, they all get its exception and nothing is stored. Across processes on one
+  // disk tier, and across machines on one remote tier, one builds and the others wait
+  // (bounded by lock_timeout) and then find its entry.
   std::string get_or_build(const CacheKey& key, const std::function<std::string()>& build,
                            CacheSource* source = nullptr);
 
   // Whether a find() that answers counts as a hit in stats(): lookups of bookkeeping
   // entries (a compile's header manifest) do not.
   enum class Count { hit, nothing };
-  // The payload stored under `key` (memory, else disk; a disk hit is kept in memory), or
-  // nullopt. `source` says which tier answered.
+  // The payload stored under `key` (memory, else disk, else remote; a disk hit is kept in
+  // memory, a remote hit on disk and in memory), or nullopt. `source` says which tier
+  // answered.
   std::optional<std::string> find(const CacheKey& key, CacheSource* source = nullptr,
                                   Count count = Count::hit);
-  // Stores `payload` under `key` in both tiers (a failed disk write is a warning).
+  // Stores `payload` under `key` in every tier (a failed disk or remote write is a warning).
   void put(const CacheKey& key, const std::string& payload);
   // Runs `work` for `flight` once at a time in this process: callers with the same flight
   // digest while it runs wait and share its result or exception (source `waited`). `work`
   // says where its payload came from: `built` counts a miss and a build. For builds whose
   // final key is known only after building (a compile's headers); get_or_build uses it too.
+  // A flight that is a key digest is also run once across processes (the disk tier's lock
+  // of that digest) and machines (the remote tier's): `work` should look the key up again
+  // first, since another process may have built it while this one waited.
   using Work = std::function<std::string(CacheSource& source)>;
   std::string run_once(const std::string& flight, const Work& work, CacheSource* source = nullptr);
 
@@ -133,6 +184,14 @@ class BuildCache {
   const CacheConfig& config() const noexcept { return config_; }
   // Whether the disk tier is in use (mode disk and the directory passed its checks).
   bool disk_usable() const noexcept;
+  // Whether this cujit was built with hiredis, so that a remote tier can be configured.
+  static bool remote_built_in() noexcept;
+  // The remote tier's URL with its password hidden, or empty when there is none in use.
+  std::string remote_url() const;
+  // The prefix of every key this cache uses in Redis ("cujit:<format>:<toolkit>:").
+  std::string remote_prefix() const;
+  // Whether Redis answers now (a PING, whatever the back-off); else why not in `why`.
+  bool remote_reachable(std::string* why = nullptr) const;
   // Bytes of disk entries and temporary files (after sweeping stale temporary files).
   std::uint64_t disk_bytes() const;
   // Records that a result was built but could not be stored (a warning and a count).
@@ -141,15 +200,17 @@ class BuildCache {
   // `why`: for a payload its caller found but cannot decode (a sound checksum over a record
   // it does not understand), so that the next lookup misses and rebuilds.
   void drop(const CacheKey& key, std::string why);
-  // Empties both tiers (and sweeps stale temporary files); returns the number of disk
-  // entries removed. Only files cujit wrote are removed; see warnings() for what a walk of
+  // Empties the memory and disk tiers (and sweeps stale temporary files and unheld lock
+  // files); returns the number of disk entries removed. The remote tier, shared by a
+  // fleet, is left alone. Only files cujit wrote are removed; see warnings() for what a walk of
   // the directory could not read.
   std::size_t clear();
 
  private:
   struct State;
   void warn(std::string message) const;
-  void remember(const std::string& digest, const std::string& payload);
+  std::optional<std::string> find_on_disk(const std::string& digest, CacheSource* source, Count count);
+  std::optional<std::string> find_remote(const std::string& digest, CacheSource* source, Count count);
   std::shared_ptr<const void> recall_erased(const std::string& pre_key, std::type_index type);
   void memorize_erased(const std::string& pre_key, std::type_index type, std::shared_ptr<const void> value,
                        std::uint64_t bytes);

@@ -1,22 +1,59 @@
 #include "cujit/build_cache.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <cstdlib>
 #include <future>
 #include <list>
 #include <map>
+#include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "cujit/environment.hpp"
 #include "cujit/error.hpp"
 #include "cache/disk_cache.hpp"
+#include "cache/key_lock.hpp"
+#include "cache/remote_cache.hpp"
+#include "cache/remote_url.hpp"
 #include "cache/result_memo.hpp"
 
 namespace cujit {
 namespace {
 
 constexpr std::size_t max_warnings = 64;
+// How often a build waiting for another machine's asks whether its lock is still there.
+constexpr std::chrono::milliseconds first_remote_poll{5}, longest_remote_poll{50};
+// Durations from the environment are clamped to a day: longer is a typo, and no overflow.
+constexpr std::uint64_t longest_setting_ms = 24ull * 3600 * 1000;
+
+std::chrono::milliseconds milliseconds_from(const char* name, std::chrono::milliseconds fallback,
+                                            std::uint64_t unit_ms) {
+  const std::uint64_t value = environment::count(name, static_cast<std::uint64_t>(fallback.count()) / unit_ms);
+  return std::chrono::milliseconds(std::min(value, longest_setting_ms / unit_ms) * unit_ms);
+}
+
+// Holds the remote tier's lock of a flight; deletes it (if still ours) when the build is done.
+class FleetLock {
+ public:
+  FleetLock() = default;
+  FleetLock(detail::RemoteCache* remote, std::string flight, std::string token)
+      : remote_(remote), flight_(std::move(flight)), token_(std::move(token)) {}
+  ~FleetLock() {
+    if (remote_ != nullptr) remote_->unlock(flight_, token_);
+  }
+  FleetLock(FleetLock&& other) noexcept
+      : remote_(std::exchange(other.remote_, nullptr)), flight_(std::move(other.flight_)),
+        token_(std::move(other.token_)) {}
+  FleetLock& operator=(FleetLock&&) = delete;
+  FleetLock(const FleetLock&) = delete;
+  FleetLock& operator=(const FleetLock&) = delete;
+
+ private:
+  detail::RemoteCache* remote_ = nullptr;
+  std::string flight_, token_;
+};
 
 }  // namespace
 
@@ -36,6 +73,7 @@ std::string_view to_string(CacheSource source) noexcept {
     case CacheSource::built: return "built";
     case CacheSource::waited: return "waited";
     case CacheSource::memo: return "memo";
+    case CacheSource::remote: return "remote";
   }
   return "unknown";
 }
@@ -56,6 +94,19 @@ CacheConfig CacheConfig::from_environment() {
   }
   config.max_disk_bytes = environment::count("CUJIT_CACHE_MAX_BYTES", config.max_disk_bytes);
   config.max_memory_bytes = environment::count("CUJIT_CACHE_MEMORY_BYTES", config.max_memory_bytes);
+  config.lock_timeout = milliseconds_from("CUJIT_CACHE_LOCK_TIMEOUT", config.lock_timeout, 1000);
+  if (const char* remote = std::getenv("CUJIT_CACHE_REMOTE"); remote != nullptr && *remote != '\0') {
+    std::string problem;
+    if (!detail::parse_remote_url(remote, problem)) {
+      // Not echoed: the value may hold a password.
+      throw Error(ErrorKind::usage, "environment", "CUJIT_CACHE_REMOTE is not a usable URL: " + problem);
+    }
+    config.remote = remote;
+  }
+  config.remote_timeout = milliseconds_from("CUJIT_CACHE_REMOTE_TIMEOUT_MS", config.remote_timeout, 1);
+  config.remote_ttl = std::chrono::duration_cast<std::chrono::seconds>(
+      milliseconds_from("CUJIT_CACHE_REMOTE_TTL", config.remote_ttl, 1000));
+  config.remote_lock_ttl = milliseconds_from("CUJIT_CACHE_REMOTE_LOCK_MS", config.remote_lock_ttl, 1);
   return config;
 }
 
@@ -69,6 +120,7 @@ struct BuildCache::State {
   std::list<std::string> lru;  // most recently used first
   std::unordered_map<std::string, std::shared_future<std::string>> in_flight;
   std::optional<detail::DiskCache> disk;
+  std::optional<detail::RemoteCache> remote;
   std::optional<detail::ResultMemo> memo;  // absent in mode off
   CacheStats stats;
   std::vector<std::string> warnings;
@@ -82,8 +134,100 @@ struct BuildCache::State {
   void note_walk(const detail::WalkReport& walk) {
     stats.disk_evictions += walk.entries_removed;
     stats.stale_temps_removed += walk.temps_removed;
+    stats.stale_locks_removed += walk.locks_removed;
     stats.disk_walk_errors += walk.problems.size();
     for (const std::string& problem : walk.problems) add_warning("disk cache: " + problem);
+  }
+
+  // What a disk write did: counters and warnings. Callers hold `mutex`.
+  void note_disk_write(const std::string& digest, const detail::DiskCacheResult& written) {
+    note_walk(written.walk);
+    if (!written.ok) {
+      ++(written.refused ? stats.disk_cap_refusals : stats.disk_write_failures);
+      add_warning("disk entry " + digest + " not written: " + written.problem);
+    }
+  }
+
+  // What a call to the remote tier met, other than success: counters and warnings. A call
+  // skipped within the back-off is counted, not warned about again. Callers hold `mutex`.
+  void note_remote(detail::RemoteOutcome outcome, const std::string& problem, BuildCache::Count count) {
+    switch (outcome) {
+      case detail::RemoteOutcome::done: break;
+      case detail::RemoteOutcome::missing:
+        if (count == BuildCache::Count::hit) ++stats.remote_misses;
+        break;
+      case detail::RemoteOutcome::corrupt:
+        ++stats.remote_corrupt;
+        add_warning("remote entry not used: " + problem);
+        break;
+      case detail::RemoteOutcome::refused:
+        ++stats.remote_write_failures;
+        add_warning("remote tier: " + problem);
+        break;
+      case detail::RemoteOutcome::unavailable:
+        ++stats.remote_errors;
+        add_warning("remote tier: " + problem);
+        break;
+      case detail::RemoteOutcome::skipped: ++stats.remote_skipped; break;
+    }
+  }
+
+  // The disk tier's lock of `flight`, so that one process builds it while the others wait.
+  // Not held (after a warning and a count) when it cannot be taken or the wait times out.
+  detail::KeyLock lock_across_processes(const std::string& flight, std::chrono::milliseconds timeout) {
+    if (!disk) return {};
+    detail::KeyLockResult taken = disk->lock(flight, timeout);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (taken.waited) ++stats.process_waits;
+    if (taken.timed_out) {
+      ++stats.lock_timeouts;
+      add_warning("build " + flight + ": another process held its lock for more than " +
+                  std::to_string(timeout.count()) + " ms; built here too");
+    } else if (!taken.problem.empty()) {
+      ++stats.lock_failures;
+      add_warning("build " + flight + " not locked across processes: " + taken.problem);
+    }
+    return std::move(taken.lock);
+  }
+
+  // The remote tier's lock of `flight`, so that one machine builds it while the others
+  // wait: a waiter polls the lock until its holder deletes it (written through) or it
+  // expires (its holder died), then tries to take it itself. Not held when Redis cannot be
+  // used or the wait times out; the build goes on either way.
+  FleetLock lock_across_machines(const std::string& flight, const CacheConfig& config) {
+    if (!remote) return {};
+    const auto deadline = std::chrono::steady_clock::now() + config.lock_timeout;
+    auto pause = first_remote_poll;
+    bool waited = false;
+    while (true) {
+      std::string token, problem;
+      detail::RemoteOutcome outcome = remote->lock(flight, config.remote_lock_ttl, token, problem);
+      if (outcome == detail::RemoteOutcome::done) return FleetLock(&*remote, flight, token);
+      if (outcome == detail::RemoteOutcome::missing && !waited) {
+        waited = true;
+        std::lock_guard<std::mutex> lock(mutex);
+        ++stats.remote_waits;
+      }
+      while (outcome == detail::RemoteOutcome::missing) {  // another machine holds it
+        if (std::chrono::steady_clock::now() >= deadline) {
+          std::lock_guard<std::mutex> lock(mutex);
+          ++stats.remote_lock_timeouts;
+          add_warning("build " + flight + ": another machine held its lock for more than " +
+                      std::to_string(config.lock_timeout.count()) + " ms; built here too");
+          return {};
+        }
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, longest_remote_poll);
+        outcome = remote->locked(flight, problem);
+        if (outcome == detail::RemoteOutcome::missing) break;  // released or expired: try to take it
+        if (outcome == detail::RemoteOutcome::done) outcome = detail::RemoteOutcome::missing;
+      }
+      if (outcome != detail::RemoteOutcome::missing) {
+        std::lock_guard<std::mutex> lock(mutex);
+        note_remote(outcome, problem, BuildCache::Count::nothing);
+        return {};
+      }
+    }
   }
 
   void forget(const std::string& key) {
@@ -134,6 +278,21 @@ BuildCache::BuildCache(CacheConfig config) : config_(std::move(config)), state_(
       warn("disk cache not used: " + problem);
     }
   }
+  if (config_.mode != CacheMode::off && !config_.remote.empty()) {
+    std::string problem;
+    const std::optional<detail::RemoteUrl> url = detail::parse_remote_url(config_.remote, problem);
+    if (!detail::remote_built_in()) {
+      warn("remote tier not used: CUJIT_CACHE_REMOTE is set, but this cujit was built without hiredis");
+    } else if (!url) {
+      warn("remote tier not used: " + problem);
+    } else {
+      detail::RemoteSettings settings{*url};
+      settings.timeout = config_.remote_timeout;
+      settings.backoff = config_.remote_backoff;
+      settings.ttl = config_.remote_ttl;
+      state_->remote.emplace(std::move(settings));
+    }
+  }
 }
 
 BuildCache::~BuildCache() = default;
@@ -159,6 +318,21 @@ void BuildCache::warn(std::string message) const {
 
 bool BuildCache::disk_usable() const noexcept { return state_->disk.has_value(); }
 
+bool BuildCache::remote_built_in() noexcept { return detail::remote_built_in(); }
+
+std::string BuildCache::remote_url() const {
+  return state_->remote ? state_->remote->settings().url.redacted() : std::string();
+}
+
+std::string BuildCache::remote_prefix() const { return detail::remote_key_prefix(); }
+
+bool BuildCache::remote_reachable(std::string* why) const {
+  std::string problem = "no remote tier in use";
+  const bool reachable = state_->remote && state_->remote->ping(problem) == detail::RemoteOutcome::done;
+  if (why != nullptr) *why = reachable ? std::string() : problem;
+  return reachable;
+}
+
 std::optional<std::string> BuildCache::find(const CacheKey& key, CacheSource* source, Count count) {
   if (config_.mode == CacheMode::off) return std::nullopt;
   const std::string digest = key.digest();
@@ -171,6 +345,11 @@ std::optional<std::string> BuildCache::find(const CacheKey& key, CacheSource* so
       return found->second.payload;
     }
   }
+  if (auto hit = find_on_disk(digest, source, count)) return hit;
+  return find_remote(digest, source, count);
+}
+
+std::optional<std::string> BuildCache::find_on_disk(const std::string& digest, CacheSource* source, Count count) {
   if (!state_->disk) return std::nullopt;
   std::string payload, problem;
   const detail::ReadOutcome outcome = state_->disk->read(digest, payload, problem);
@@ -198,17 +377,38 @@ std::optional<std::string> BuildCache::find(const CacheKey& key, CacheSource* so
   return payload;
 }
 
+std::optional<std::string> BuildCache::find_remote(const std::string& digest, CacheSource* source, Count count) {
+  if (!state_->remote) return std::nullopt;
+  std::string payload, problem;
+  const detail::RemoteOutcome outcome = state_->remote->get(digest, payload, problem);
+  if (outcome != detail::RemoteOutcome::done) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->note_remote(outcome, problem, count);
+    return std::nullopt;
+  }
+  // The next process on this machine reads it from disk.
+  detail::DiskCacheResult written;
+  if (state_->disk) written = state_->disk->write(digest, payload);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->note_disk_write(digest, written);
+  if (count == Count::hit) ++state_->stats.remote_hits;
+  state_->insert(digest, payload, config_.max_memory_bytes);
+  if (source != nullptr) *source = CacheSource::remote;
+  return payload;
+}
+
 void BuildCache::put(const CacheKey& key, const std::string& payload) {
   if (config_.mode == CacheMode::off) return;
   const std::string digest = key.digest();
   detail::DiskCacheResult written;
   if (state_->disk) written = state_->disk->write(digest, payload);
+  detail::RemoteOutcome sent = detail::RemoteOutcome::done;
+  std::string problem;
+  if (state_->remote) sent = state_->remote->put(digest, payload, problem);
   std::lock_guard<std::mutex> lock(state_->mutex);
-  state_->note_walk(written.walk);
-  if (!written.ok) {
-    ++(written.refused ? state_->stats.disk_cap_refusals : state_->stats.disk_write_failures);
-    state_->add_warning("disk entry " + digest + " not written: " + written.problem);
-  }
+  state_->note_disk_write(digest, written);
+  if (state_->remote && sent == detail::RemoteOutcome::done) ++state_->stats.remote_writes;
+  state_->note_remote(sent, problem, Count::hit);
   state_->insert(digest, payload, config_.max_memory_bytes);
 }
 
@@ -243,7 +443,14 @@ std::string BuildCache::run_once(const std::string& flight, const Work& work, Ca
     state_->in_flight.erase(flight);
   };
   try {
-    std::string payload = work(from);
+    std::string payload;
+    {
+      // Across processes, then across machines: the others wait and then find the entry
+      // (work() looks again). Released after work() has stored it, machines first.
+      const detail::KeyLock process_lock = state_->lock_across_processes(flight, config_.lock_timeout);
+      const FleetLock fleet_lock = state_->lock_across_machines(flight, config_);
+      payload = work(from);
+    }
     count_build();
     land();
     promise.set_value(payload);

@@ -16,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "cache/key_lock.hpp"
 #include "cujit/cache_key.hpp"
 
 namespace cujit::detail {
@@ -131,10 +132,6 @@ void fsync_directory(const fs::path& directory) {
   if (fd) ::fsync(fd.get());
 }
 
-std::size_t header_size(std::size_t key_size) {
-  return sizeof entry_magic + sizeof(std::uint32_t) * 2 + key_size + sizeof(std::uint64_t) + checksum_size;
-}
-
 struct HeaderCheck {
   std::string problem;  // empty when the header is sound for the key
   std::size_t size = 0;
@@ -180,6 +177,22 @@ bool has_entry_header(int fd, const std::string& key) {
   return key_size == key.size() && head.size() - at == key.size() && head.compare(at, key.size(), key) == 0;
 }
 
+// Why `bytes` is not a sound entry for `key` (the header, the length it gives and the
+// payload's checksum), or empty with `payload_at` where its payload starts.
+std::string entry_problem(const std::string& key, std::string_view bytes, std::size_t& payload_at) {
+  const HeaderCheck header = check_header(key, bytes);
+  if (!header.problem.empty()) return header.problem;
+  if (bytes.size() - header.size != header.payload_size) {
+    return "payload of " + std::to_string(bytes.size() - header.size) + " bytes, header says " +
+           std::to_string(header.payload_size);
+  }
+  if (bytes.compare(header.size - checksum_size, checksum_size, sha256_hex(bytes.substr(header.size))) != 0) {
+    return "payload checksum mismatch";
+  }
+  payload_at = header.size;
+  return {};
+}
+
 enum class Removal { removed, gone, not_ours, failed };
 
 // Removes `name` in the directory `dir_fd` if it is a regular file (the one walked, when
@@ -215,8 +228,9 @@ Removal remove_at(int dir_fd, const std::string& name, const std::string& key, c
 struct WalkedFile {
   std::string fan_out;
   std::string name;
-  std::string key;  // empty for a temporary file
+  std::string key;  // empty for a temporary file or a lock file
   struct stat info;
+  bool lock = false;  // a key's lock file (key_lock.hpp), in the cache directory itself
   std::uint64_t size() const { return static_cast<std::uint64_t>(info.st_size); }
   std::int64_t used_ns() const { return ns_of(info.st_mtim); }
 };
@@ -240,6 +254,14 @@ Listing list_files(const fs::path& root, const std::function<int(std::string_vie
   (void)root_fd.release();  // owned by `dir` now
   for (errno = 0; const dirent* fan_out = ::readdir(dir.get()); errno = 0) {
     const std::string fan_out_name = fan_out->d_name;
+    if (is_lock_name(fan_out_name)) {  // a key's lock file, in the cache directory itself
+      struct stat info {};
+      if (::fstatat(::dirfd(dir.get()), fan_out_name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISREG(info.st_mode)) {
+        out.files.push_back(WalkedFile{{}, fan_out_name, {}, info, true});
+      }
+      continue;
+    }
     if (!is_fan_out_name(fan_out_name)) continue;
     const int injected = fault ? fault("list:" + fan_out_name) : 0;
     Fd sub_fd(injected ? -1 : ::openat(::dirfd(dir.get()), fan_out_name.c_str(), open_directory));
@@ -297,14 +319,26 @@ bool swept(const fs::path& root, const WalkedFile& file, std::int64_t now, WalkR
   return false;
 }
 
-// The files of the cache directory that the stale-temporary sweep left; the listing's
-// problems and the sweep's counts go into `report`.
+// Removes a lock file that no process holds (its builder finished or died); whether it did.
+// One that is held belongs to a build in flight and stays.
+bool swept_lock(const fs::path& root, const WalkedFile& file) {
+  const Fd root_fd(::open(root.c_str(), open_directory));
+  return root_fd && remove_unheld_lock(root_fd.get(), file.name, file.info.st_dev, file.info.st_ino);
+}
+
+// The entries and temporary files of the cache directory that the sweep of stale
+// temporary files and unheld lock files left; the listing's problems and the sweep's
+// counts go into `report`.
 std::vector<WalkedFile> kept_files(const fs::path& root, const std::function<int(std::string_view)>& fault,
                                    std::int64_t now, WalkReport& report) {
   Listing listing = list_files(root, fault);
   report.problems = std::move(listing.problems);
   std::vector<WalkedFile> kept;
   for (WalkedFile& file : listing.files) {
+    if (file.lock) {
+      if (swept_lock(root, file)) ++report.locks_removed;
+      continue;
+    }
     if (!swept(root, file, now, report)) kept.push_back(std::move(file));
   }
   return kept;
@@ -368,17 +402,9 @@ std::string encode_entry(const std::string& key, const std::string& payload) {
 }
 
 DecodedEntry decode_entry(const std::string& key, const std::string& bytes) {
-  const HeaderCheck header = check_header(key, bytes);
-  if (!header.problem.empty()) return {std::nullopt, header.problem};
-  if (bytes.size() - header.size != header.payload_size) {
-    return {std::nullopt, "payload of " + std::to_string(bytes.size() - header.size) + " bytes, header says " +
-                              std::to_string(header.payload_size)};
-  }
-  std::string payload = bytes.substr(header.size);
-  if (bytes.compare(header.size - checksum_size, checksum_size, sha256_hex(payload)) != 0) {
-    return {std::nullopt, "payload checksum mismatch"};
-  }
-  return {std::move(payload), {}};
+  std::size_t payload_at = 0;
+  if (std::string problem = entry_problem(key, bytes, payload_at); !problem.empty()) return {std::nullopt, problem};
+  return {bytes.substr(payload_at), {}};
 }
 
 std::string key_of_entry_name(std::string_view fan_out, std::string_view name) {
@@ -501,30 +527,24 @@ ReadOutcome DiskCache::read(const std::string& key, std::string& payload, std::s
     return corrupt("entry of " + std::to_string(size) + " bytes, larger than the cache's cap of " +
                    std::to_string(max_bytes_) + " bytes");
   }
-  // The header first: the file must be exactly as long as it says before the rest is read.
-  std::string bytes(static_cast<std::size_t>(std::min<std::uint64_t>(size, header_size(key.size()))), '\0');
-  auto got = read_at(fd.get(), bytes.data(), bytes.size(), 0);
+  // The whole entry with one read into a string sized once (the size is bounded by the
+  // cap above and must be what the header gives): a lookup is one open, one fstat, one
+  // read, whatever the entry's size.
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  if (const int error = injected("pread")) {
+    problem = "cannot read " + quoted(path) + ": " + std::strerror(error) + " (injected)";
+    return ReadOutcome::unreadable;
+  }
+  const auto got = read_at(fd.get(), bytes.data(), bytes.size(), 0);
   if (!got) {
     problem = "cannot read " + quoted(path) + ": " + errno_text();
     return ReadOutcome::unreadable;
   }
-  bytes.resize(*got);
-  const HeaderCheck header = check_header(key, bytes);
-  if (!header.problem.empty()) return corrupt(header.problem);
-  if (header.payload_size != size - header.size) {
-    return corrupt("payload of " + std::to_string(size - header.size) + " bytes, header says " +
-                   std::to_string(header.payload_size));
-  }
-  bytes.resize(static_cast<std::size_t>(size));
-  got = read_at(fd.get(), bytes.data() + header.size, bytes.size() - header.size, static_cast<off_t>(header.size));
-  if (!got) {
-    problem = "cannot read " + quoted(path) + ": " + errno_text();
-    return ReadOutcome::unreadable;
-  }
-  if (*got != bytes.size() - header.size) return corrupt("shorter than its size while read");
-  DecodedEntry decoded = decode_entry(key, bytes);
-  if (!decoded.payload) return corrupt(decoded.problem);
-  payload = std::move(*decoded.payload);
+  if (*got != bytes.size()) return corrupt("shorter than its size while read");
+  std::size_t payload_at = 0;
+  if (const std::string why = entry_problem(key, bytes, payload_at); !why.empty()) return corrupt(why);
+  bytes.erase(0, payload_at);
+  payload = std::move(bytes);
   ::futimens(fd.get(), nullptr);  // LRU clock
   return ReadOutcome::hit;
 }
@@ -635,6 +655,10 @@ DiskCacheResult DiskCache::write(const std::string& key, const std::string& payl
   }
   fsync_directory(fan_out);
   return result;
+}
+
+KeyLockResult DiskCache::lock(const std::string& key, std::chrono::milliseconds timeout) const {
+  return lock_key(directory_, key, timeout, fault_);
 }
 
 bool DiskCache::remove(const std::string& key) const {

@@ -5,7 +5,9 @@
 //
 // Only what cujit wrote is read, counted or removed: entries named <64 lowercase hex
 // digits>.entry in the fan-out directory named by their first two digits and starting with
-// a cujit entry header, and temporary files named .<key>.<pid>.<n>.tmp in that directory.
+// a cujit entry header, temporary files named .<key>.<pid>.<n>.tmp in that directory, and
+// lock files named <key>.lock in the cache directory itself (removed only when no process
+// holds them).
 // Nothing but a regular file is ever opened there (no FIFO, device, directory or symbolic
 // link), and nothing is read past the size its header gives.
 
@@ -21,6 +23,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "cache/key_lock.hpp"
 
 namespace cujit::detail {
 
@@ -69,6 +73,7 @@ enum class ReadOutcome {
 struct WalkReport {
   std::size_t entries_removed = 0;
   std::size_t temps_removed = 0;    // stale temporary files swept
+  std::size_t locks_removed = 0;    // lock files no process held (key_lock.hpp)
   std::uint64_t bytes = 0;          // entries and temporary files left
   std::vector<std::string> problems;  // directories it could not read, files it could not remove
 };
@@ -101,6 +106,8 @@ class DiskCache {
   // first, never one used within protect_recent; when only such entries stand in the way,
   // or the entry alone is larger than the cap, it is not written (`refused`).
   DiskCacheResult write(const std::string& key, const std::string& payload) const;
+  // The cross-process lock of `key` (key_lock.hpp), waited for at most `timeout`.
+  KeyLockResult lock(const std::string& key, std::chrono::milliseconds timeout) const;
   // Removes the entry for `key` if it is one cujit wrote; whether one was removed.
   bool remove(const std::string& key) const;
   // Bytes of entries and temporary files, after sweeping stale temporary files.

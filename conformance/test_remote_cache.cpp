@@ -1,0 +1,418 @@
+// The remote tier (Redis) against a real redis-server that each test starts on a loopback
+// port in a temporary directory and stops: hits across caches with separate disk
+// directories, one build per key across a fleet of processes, a builder killed mid-build,
+// and Redis failing in each way it can (killed, stopped, full, refusing the password,
+// holding garbage). The remote tier never fails a build and never serves what it was not
+// given. Without redis-server installed these tests skip saying so (ci/setup.sh installs it).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "cache/disk_cache.hpp"
+#include "cache/remote_cache.hpp"
+#include "cache/remote_url.hpp"
+#include "cujit/build_cache.hpp"
+#include "cujit/error.hpp"
+#include "support/cache_helpers.hpp"
+#include "support/child_fleet.hpp"
+#include "support/fixtures.hpp"
+#include "support/redis_server.hpp"
+
+namespace cujit {
+namespace {
+namespace fs = std::filesystem;
+using test::has_warning;
+
+// Skips only when redis-server is not installed; one that does not start is a failure.
+#define CUJIT_REQUIRE_REDIS(server)                                                              \
+  do {                                                                                           \
+    if (!BuildCache::remote_built_in()) GTEST_SKIP() << "this cujit was built without hiredis";  \
+    if (test::redis_server_program().empty()) GTEST_SKIP() << (server).problem();                \
+    ASSERT_EQ((server).problem(), "");                                                           \
+  } while (false)
+
+CacheKey key_of(const std::string& name) { return CacheKey("remote-test").add("name", name); }
+
+std::function<std::string()> constant(std::string payload) {
+  return [payload] { return payload; };
+}
+std::function<std::string()> never() {
+  return [] {
+    ADD_FAILURE() << "built although the remote tier holds the entry";
+    return std::string("never");
+  };
+}
+
+CacheConfig remote_at(const fs::path& dir, const std::string& url) {
+  CacheConfig config = test::disk_cache_at(dir);
+  config.remote = url;
+  return config;
+}
+
+// ---- the URL ------------------------------------------------------------------------------
+
+TEST(RemoteUrl, ReadsEveryPart) {
+  std::string problem;
+  auto url = detail::parse_remote_url("redis://:s%40cret@cache.example:6380/2", problem);
+  ASSERT_TRUE(url) << problem;
+  EXPECT_EQ(url->host, "cache.example");
+  EXPECT_EQ(url->port, 6380);
+  EXPECT_EQ(url->db, 2);
+  EXPECT_EQ(url->password, "s@cret");
+  EXPECT_EQ(url->user, "");
+  EXPECT_EQ(url->redacted(), "redis://:***@cache.example:6380/2");
+  url = detail::parse_remote_url("redis://builder:pw@[::1]", problem);
+  ASSERT_TRUE(url) << problem;
+  EXPECT_EQ(url->host, "::1");
+  EXPECT_EQ(url->port, 6379);
+  EXPECT_EQ(url->user, "builder");
+  EXPECT_EQ(url->redacted(), "redis://builder:***@[::1]:6379");
+  url = detail::parse_remote_url("redis://localhost", problem);
+  ASSERT_TRUE(url) << problem;
+  EXPECT_EQ(url->redacted(), "redis://localhost:6379");
+}
+
+TEST(RemoteUrl, RefusesWhatItCannotUse) {
+  for (const char* bad : {"", "http://host:1", "rediss://host:6379", "redis://", "redis://host:0", "redis://host:65536",
+                          "redis://host:port", "redis://host/db", "redis://[::1", "redis://:pw%zz@host"}) {
+    std::string problem;
+    EXPECT_FALSE(detail::parse_remote_url(bad, problem)) << bad;
+    EXPECT_NE(problem, "") << bad;
+  }
+}
+
+TEST(RemoteUrl, AnUnusableValueIsAUsageErrorThatNeverEchoesThePassword) {
+  ASSERT_EQ(::setenv("CUJIT_CACHE_REMOTE", "redis://:hunter2@host:notaport", 1), 0);
+  try {
+    (void)CacheConfig::from_environment();
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(error.what()).find("CUJIT_CACHE_REMOTE"), std::string::npos) << error.what();
+    EXPECT_EQ(std::string(error.what()).find("hunter2"), std::string::npos) << error.what();
+  }
+  ::unsetenv("CUJIT_CACHE_REMOTE");
+}
+
+TEST(RemoteCacheKeys, TheNamespaceNamesTheEntryFormatAndTheToolkit) {
+  const std::string prefix = detail::remote_key_prefix();
+  EXPECT_EQ(prefix.rfind("cujit:" + std::to_string(detail::entry_format_version) + ":", 0), 0u) << prefix;
+  EXPECT_EQ(prefix.back(), ':');
+  EXPECT_EQ(prefix.size(), std::string("cujit:1:").size() + 16 + 1) << prefix;
+}
+
+// ---- hits, and what a hit costs ------------------------------------------------------------
+
+TEST(RemoteCache, HitsAcrossTwoCachesWithSeparateDiskDirectories) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  BuildCache first(remote_at(temp.path() / "a", server.url()));
+  EXPECT_EQ(first.get_or_build(key_of("k"), constant("payload")), "payload");
+  EXPECT_EQ(first.stats().remote_writes, 1u);
+  BuildCache second(remote_at(temp.path() / "b", server.url()));
+  CacheSource source{};
+  EXPECT_EQ(second.get_or_build(key_of("k"), never(), &source), "payload");
+  EXPECT_EQ(source, CacheSource::remote);
+  EXPECT_EQ(second.stats().remote_hits, 1u);
+  EXPECT_EQ(second.stats().builds, 0u);
+  // The hit filled the second disk tier: a cache there without Redis hits on disk.
+  BuildCache local(test::disk_cache_at(temp.path() / "b"));
+  EXPECT_EQ(local.get_or_build(key_of("k"), never(), &source), "payload");
+  EXPECT_EQ(source, CacheSource::disk);
+}
+
+TEST(RemoteCache, AHitIsOneGet) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  BuildCache(remote_at(temp.path() / "a", server.url())).put(key_of("k"), std::string(136 << 10, 'x'));
+  ASSERT_EQ(server.command({"CONFIG", "RESETSTAT"}), "+OK");
+  BuildCache other(remote_at(temp.path() / "b", server.url()));
+  EXPECT_EQ(other.find(key_of("k")), std::string(136 << 10, 'x'));
+  const std::string stats = server.command({"INFO", "commandstats"});
+  EXPECT_NE(stats.find("cmdstat_get:calls=1,"), std::string::npos) << stats;
+  // Nothing else: no STRLEN, EXISTS or second GET before the value comes.
+  for (const char* other_command : {"cmdstat_strlen", "cmdstat_exists", "cmdstat_getrange", "cmdstat_set"}) {
+    EXPECT_EQ(stats.find(other_command), std::string::npos) << stats;
+  }
+}
+
+TEST(RemoteCache, AnEntryTtlIsSetOnlyWhenConfigured) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  CacheConfig with_ttl = remote_at(temp.path() / "a", server.url());
+  with_ttl.remote_ttl = std::chrono::seconds(600);
+  BuildCache(with_ttl).put(key_of("expiring"), "e");
+  BuildCache(remote_at(temp.path() / "b", server.url())).put(key_of("kept"), "k");
+  const std::string prefix = detail::remote_key_prefix();
+  const std::string expiring = server.command({"PTTL", prefix + key_of("expiring").digest()});
+  ASSERT_EQ(expiring.substr(0, 1), ":");
+  EXPECT_GT(std::stoll(expiring.substr(1)), 0) << expiring;
+  EXPECT_EQ(server.command({"PTTL", prefix + key_of("kept").digest()}), ":-1");
+}
+
+// ---- the remote is not trusted --------------------------------------------------------------
+
+struct Garbage {
+  const char* name;
+  std::function<std::vector<std::string>(const std::string& value_key, const std::string& digest)> write;
+};
+
+class HostileRemoteValue : public ::testing::TestWithParam<Garbage> {};
+
+TEST_P(HostileRemoteValue, IsAMissCountedAndReplacedByTheBuild) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  const std::string digest = key_of("victim").digest();
+  const std::string value_key = detail::remote_key_prefix() + digest;
+  const std::string reply = server.command(GetParam().write(value_key, digest));
+  ASSERT_FALSE(reply.empty() || reply[0] == '-') << reply;
+  BuildCache cache(remote_at(temp.path() / "a", server.url()));
+  CacheSource source{};
+  EXPECT_EQ(cache.get_or_build(key_of("victim"), constant("the real one"), &source), "the real one");
+  EXPECT_EQ(source, CacheSource::built);
+  EXPECT_GE(cache.stats().remote_corrupt, 1u);
+  EXPECT_TRUE(has_warning(cache, "remote entry not used"));
+  // The build wrote through: the next machine gets the sound entry.
+  BuildCache next(remote_at(temp.path() / "b", server.url()));
+  EXPECT_EQ(next.get_or_build(key_of("victim"), never(), &source), "the real one");
+  EXPECT_EQ(source, CacheSource::remote);
+}
+
+std::string entry_with_a_flipped_payload_byte(const std::string& digest) {
+  std::string bytes = detail::encode_entry(digest, "forged payload");
+  bytes.back() ^= 1;
+  return bytes;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, HostileRemoteValue,
+    ::testing::Values(
+        Garbage{"text", [](const std::string& k, const std::string&) { return std::vector<std::string>{"SET", k, "garbage"}; }},
+        Garbage{"empty", [](const std::string& k, const std::string&) { return std::vector<std::string>{"SET", k, ""}; }},
+        Garbage{"another_keys_entry",
+                [](const std::string& k, const std::string&) {
+                  return std::vector<std::string>{"SET", k, detail::encode_entry(std::string(64, 'e'), "other")};
+                }},
+        Garbage{"checksum_mismatch",
+                [](const std::string& k, const std::string& digest) {
+                  return std::vector<std::string>{"SET", k, entry_with_a_flipped_payload_byte(digest)};
+                }},
+        Garbage{"truncated",
+                [](const std::string& k, const std::string& digest) {
+                  const std::string bytes = detail::encode_entry(digest, "a payload cut short");
+                  return std::vector<std::string>{"SET", k, bytes.substr(0, bytes.size() - 3)};
+                }},
+        Garbage{"a_list", [](const std::string& k, const std::string&) { return std::vector<std::string>{"RPUSH", k, "x"}; }}),
+    [](const auto& garbage) { return std::string(garbage.param.name); });
+
+// ---- Redis failing ---------------------------------------------------------------------------
+
+TEST(RemoteCache, AWrongPasswordNeverFailsABuild) {
+  test::RedisServer server({"--requirepass", "right"});
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  BuildCache cache(remote_at(temp.path() / "a", server.url("wrong")));
+  EXPECT_EQ(cache.get_or_build(key_of("a"), constant("a")), "a");
+  EXPECT_EQ(cache.get_or_build(key_of("b"), constant("b")), "b");
+  const CacheStats stats = cache.stats();
+  EXPECT_EQ(stats.builds, 2u);
+  EXPECT_EQ(stats.remote_errors, 1u);  // then left alone for the back-off
+  EXPECT_GE(stats.remote_skipped, 1u);
+  EXPECT_TRUE(has_warning(cache, "authentication refused"));
+  for (const std::string& warning : cache.warnings()) EXPECT_EQ(warning.find("wrong"), std::string::npos) << warning;
+  // No password at all: NOAUTH, the same.
+  BuildCache anonymous(remote_at(temp.path() / "b", server.url()));
+  EXPECT_EQ(anonymous.get_or_build(key_of("c"), constant("c")), "c");
+  EXPECT_TRUE(has_warning(anonymous, "NOAUTH"));
+}
+
+TEST(RemoteCache, TheRightPasswordAndADatabaseAreUsed) {
+  test::RedisServer server({"--requirepass", "right"});
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  const std::string url = server.url("right") + "/3";
+  BuildCache(remote_at(temp.path() / "a", url)).put(key_of("k"), "in db 3");
+  CacheSource source{};
+  BuildCache other(remote_at(temp.path() / "b", url));
+  EXPECT_EQ(other.get_or_build(key_of("k"), never(), &source), "in db 3");
+  EXPECT_EQ(source, CacheSource::remote);
+  EXPECT_NE(server.command({"INFO", "keyspace"}, "right").find("db3:keys=1"), std::string::npos);
+  EXPECT_EQ(other.remote_url(), "redis://:***@127.0.0.1:" + std::to_string(server.port()) + "/3");
+}
+
+TEST(RemoteCache, RedisKilledMidRunIsAMissWithAWarningAndTheBuildsGoOn) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  BuildCache cache(remote_at(temp.path() / "a", server.url()));
+  EXPECT_EQ(cache.get_or_build(key_of("before"), constant("before")), "before");
+  server.kill(SIGKILL);
+  for (const char* name : {"after-1", "after-2", "after-3"}) {
+    EXPECT_EQ(cache.get_or_build(key_of(name), constant(name)), name);
+  }
+  const CacheStats stats = cache.stats();
+  EXPECT_EQ(stats.builds, 4u);
+  EXPECT_EQ(stats.remote_errors, 1u);  // the first call after the kill; the rest skipped
+  EXPECT_GE(stats.remote_skipped, 2u);
+  EXPECT_TRUE(has_warning(cache, "left alone for 5000 ms"));
+  std::string why;
+  EXPECT_FALSE(cache.remote_reachable(&why));
+  EXPECT_NE(why, "");
+}
+
+TEST(RemoteCache, AStoppedRedisCostsOneTimeoutThenIsLeftAlone) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  CacheConfig config = remote_at(temp.path() / "a", server.url());
+  config.remote_timeout = std::chrono::milliseconds(30);
+  BuildCache cache(config);
+  ASSERT_TRUE(cache.remote_reachable());
+  server.kill(SIGSTOP);  // accepts connections (the kernel does), never answers
+  for (const char* name : {"a", "b", "c"}) EXPECT_EQ(cache.get_or_build(key_of(name), constant(name)), name);
+  server.kill(SIGCONT);
+  const CacheStats stats = cache.stats();
+  EXPECT_EQ(stats.builds, 3u);
+  EXPECT_EQ(stats.remote_errors, 1u);
+  EXPECT_GE(stats.remote_skipped, 2u);
+}
+
+TEST(RemoteCache, AFullRedisRefusesWritesAndTheBuildsGoOn) {
+  test::RedisServer server({"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"});
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  BuildCache cache(remote_at(temp.path() / "a", server.url()));
+  const std::string big(3 << 20, 'f');
+  for (const char* name : {"first", "second", "third"}) {
+    EXPECT_EQ(cache.get_or_build(key_of(name), constant(big + name)), big + name);
+  }
+  EXPECT_GE(cache.stats().remote_write_failures, 1u);
+  EXPECT_TRUE(has_warning(cache, "OOM"));
+  EXPECT_EQ(cache.stats().builds, 3u);
+}
+
+TEST(RemoteCache, ALockIsDeletedOnlyByItsHolder) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  std::string problem;
+  const auto url = detail::parse_remote_url(server.url(), problem);
+  ASSERT_TRUE(url) << problem;
+  detail::RemoteCache remote(detail::RemoteSettings{*url});
+  const std::string flight(64, 'f');
+  std::string token, other;
+  ASSERT_EQ(remote.lock(flight, std::chrono::milliseconds(10000), token, problem), detail::RemoteOutcome::done) << problem;
+  EXPECT_EQ(remote.lock(flight, std::chrono::milliseconds(10000), other, problem), detail::RemoteOutcome::missing);
+  // It expired and another machine took it: the first holder's release leaves it.
+  ASSERT_EQ(server.command({"SET", remote.lock_key(flight), "another machine"}), "+OK");
+  remote.unlock(flight, token);
+  EXPECT_EQ(server.command({"GET", remote.lock_key(flight)}), "another machine");
+  ASSERT_EQ(server.command({"SET", remote.lock_key(flight), token}), "+OK");
+  remote.unlock(flight, token);
+  EXPECT_EQ(server.command({"EXISTS", remote.lock_key(flight)}), ":0");
+}
+
+// ---- a fleet ---------------------------------------------------------------------------------
+
+struct FleetRun {
+  unsigned long long builds = 0, remote_hits = 0;
+  long correct = 0;
+  double seconds = 0;
+};
+
+// `processes` processes asking keys 0..keys-1, each with the disk directory
+// dirs[i % dirs.size()] (a machine each) and, when `url` is given, the shared Redis.
+FleetRun run_fleet(int processes, long keys, long build_ms, const std::vector<fs::path>& dirs, const std::string& url,
+                   const std::string& lock_ms = "30000") {
+  std::vector<std::vector<std::string>> argvs, environments;
+  for (int i = 0; i < processes; ++i) {
+    argvs.push_back({CUJIT_FLEET_CHILD, "0", std::to_string(keys), std::to_string(build_ms)});
+    environments.push_back({"CUJIT_CACHE_DIR=" + dirs[static_cast<std::size_t>(i) % dirs.size()].string(),
+                            "CUJIT_CACHE_REMOTE=" + url, "CUJIT_CACHE_REMOTE_LOCK_MS=" + lock_ms});
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<test::ChildResult> results = test::run_children(argvs, environments);
+  FleetRun run;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (const test::ChildResult& result : results) {
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    unsigned long long builds = 0, memory = 0, disk = 0, remote = 0;
+    long correct = 0;
+    const std::size_t at = result.output.find("fleet builds=");
+    EXPECT_NE(at, std::string::npos) << result.output;
+    if (at == std::string::npos) continue;
+    std::sscanf(result.output.c_str() + at, "fleet builds=%llu memory_hits=%llu disk_hits=%llu remote_hits=%llu", &builds,
+                &memory, &disk, &remote);
+    const std::size_t correct_at = result.output.find("correct=", at);
+    if (correct_at != std::string::npos) std::sscanf(result.output.c_str() + correct_at, "correct=%ld", &correct);
+    run.builds += builds;
+    run.remote_hits += remote;
+    run.correct += correct;
+  }
+  return run;
+}
+
+TEST(RemoteCacheFleet, EachKeyIsBuiltOnceAcrossMachines) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  constexpr int processes = 4;
+  constexpr long keys = 6, build_ms = 100;
+  const std::vector<fs::path> shared{temp.path() / "shared-a", temp.path() / "shared-b"};
+  const std::vector<fs::path> alone{temp.path() / "alone-a", temp.path() / "alone-b"};
+  const FleetRun with_redis = run_fleet(processes, keys, build_ms, shared, server.url());
+  EXPECT_EQ(with_redis.builds, static_cast<unsigned long long>(keys));
+  EXPECT_EQ(with_redis.correct, processes * keys);
+  const FleetRun without = run_fleet(processes, keys, build_ms, alone, "");
+  EXPECT_EQ(without.builds, static_cast<unsigned long long>(keys * 2));  // once per machine
+  EXPECT_EQ(without.correct, processes * keys);
+  // A third machine joining later: with Redis it builds nothing.
+  const FleetRun late_with = run_fleet(2, keys, build_ms, {temp.path() / "late-shared"}, server.url());
+  EXPECT_EQ(late_with.builds, 0u);
+  EXPECT_EQ(late_with.correct, 2 * keys);
+  const FleetRun late_without = run_fleet(2, keys, build_ms, {temp.path() / "late-alone"}, "");
+  EXPECT_EQ(late_without.builds, static_cast<unsigned long long>(keys));
+  // Figures for the notes (not asserted: timings).
+  std::printf("fleet: %d processes on 2 machines, %ld keys, builds of %ld ms: with Redis %llu builds in %.2f s, "
+              "without %llu builds in %.2f s\n",
+              processes, keys, build_ms, with_redis.builds, with_redis.seconds, without.builds, without.seconds);
+  std::printf("fleet: a machine joining later (2 processes): with Redis %llu builds in %.2f s, without %llu builds "
+              "in %.2f s\n",
+              late_with.builds, late_with.seconds, late_without.builds, late_without.seconds);
+}
+
+TEST(RemoteCacheFleet, ABuilderKilledMidBuildIsTakenOverWhenItsLockExpires) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  const fs::path mark = temp.path() / "building";
+  const std::vector<std::string> environment{"CUJIT_CACHE_DIR=" + (temp.path() / "a").string(),
+                                             "CUJIT_CACHE_REMOTE=" + server.url(), "CUJIT_CACHE_REMOTE_LOCK_MS=1500"};
+  test::RunningChild builder({CUJIT_FLEET_CHILD, "0", "1", "50", mark.string(), "hang"}, environment);
+  for (int i = 0; i < 2000 && !fs::exists(mark); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(fs::exists(mark)) << "the builder never started its build";
+  builder.kill(SIGKILL);
+  EXPECT_EQ(builder.finish().exit_code, -1);
+  // Another machine (its own disk directory): the dead builder's lock stays until it expires,
+  // then this one builds. Its wait is bounded by the lock's expiry, not by lock_timeout.
+  const std::vector<std::string> other{"CUJIT_CACHE_DIR=" + (temp.path() / "b").string(),
+                                       "CUJIT_CACHE_REMOTE=" + server.url(), "CUJIT_CACHE_LOCK_TIMEOUT=60"};
+  const test::ChildResult next = test::run_children({{CUJIT_FLEET_CHILD, "0", "1", "50"}}, {other}).front();
+  ASSERT_EQ(next.exit_code, 0) << next.output;
+  EXPECT_NE(next.output.find("fleet builds=1 "), std::string::npos) << next.output;
+  EXPECT_NE(next.output.find("remote_lock_timeouts=0 correct=1"), std::string::npos) << next.output;
+}
+
+}  // namespace
+}  // namespace cujit
