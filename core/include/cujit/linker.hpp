@@ -100,6 +100,8 @@ class Linker {
   Linker& add_data(Format format, Bytes bytes, std::string name);
   // A file, format from its extension and content.
   Linker& add_file(const std::filesystem::path& path);
+  // add() of each in order, the CUDA C++ among them compiled side by side first.
+  Linker& add_all(std::vector<LinkableCode> codes);
 
   // Links everything added so far into a cubin. Throws LinkError with both logs, the
   // inputs, the backend and the API call on failure. The linker can link again.

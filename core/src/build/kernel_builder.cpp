@@ -8,6 +8,7 @@
 #include "cujit/abi.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
+#include "link/compile_sources.hpp"
 #include "link/link_log.hpp"
 #include "support/ptx_scan.hpp"
 
@@ -193,7 +194,11 @@ class KernelBuilder::Resolver {
       }
     }
     for (const LinkableCode& code : builder.own_) add(code);
-    for (const LinkableCode& code : builder.external_) add(code);
+    // External CUDA C++ compiles side by side before anything is scanned.
+    std::vector<LinkableCode> external = builder.external_;
+    const CompileTarget target = cu_compile_target(backend_, lto_);
+    detail::compile_sources(external, [&](const LinkableCode& code) { return builder.compile(code, target); });
+    for (LinkableCode& code : external) add(std::move(code));
     run();
   }
 

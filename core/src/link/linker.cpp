@@ -11,6 +11,7 @@
 #include "driver/driver_api.hpp"
 #include "link/defined_symbols.hpp"
 #include "link/link_log.hpp"
+#include "link/compile_sources.hpp"
 #include "link/link_session.hpp"
 #include "link/nvjitlink_api.hpp"
 #include "support/library_identity.hpp"
@@ -216,6 +217,14 @@ Linker& Linker::add(LinkableCode code) {
   }
   check_target_arch(code, component);
   inputs_.push_back(std::move(code));
+  return *this;
+}
+
+Linker& Linker::add_all(std::vector<LinkableCode> codes) {
+  detail::compile_sources(codes, [&](const LinkableCode& code) {
+    return compile_for_link(code, options_, backend_, *cache_);
+  });
+  for (LinkableCode& code : codes) add(std::move(code));
   return *this;
 }
 

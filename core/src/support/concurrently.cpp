@@ -1,0 +1,34 @@
+#include "support/concurrently.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
+#include <vector>
+
+namespace cujit::detail {
+
+void run_concurrently(std::size_t count, const std::function<void(std::size_t)>& work) {
+  if (count == 0) return;
+  std::vector<std::exception_ptr> failures(count);
+  std::atomic<std::size_t> next{0};
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < count; i = next++) {
+      try {
+        work(i);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    }
+  };
+  const std::size_t hardware = std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < std::min(count, hardware); ++t) helpers.emplace_back(worker);
+  worker();
+  for (std::thread& helper : helpers) helper.join();
+  for (const std::exception_ptr& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
+}  // namespace cujit::detail

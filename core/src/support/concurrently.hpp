@@ -1,0 +1,16 @@
+#pragma once
+// Independent pieces of work run side by side: each CUDA C++ input of a build compiles on
+// its own thread (NVRTC is thread-safe per program), so k inputs take about the time of the
+// slowest instead of the sum.
+
+#include <cstddef>
+#include <functional>
+
+namespace cujit::detail {
+
+// Runs work(0) ... work(count - 1), up to one thread per hardware thread (the calling thread
+// is one of them), and returns when all have finished. If any threw, the exception of the
+// lowest index is rethrown: the same error a sequential loop would have raised first.
+void run_concurrently(std::size_t count, const std::function<void(std::size_t)>& work);
+
+}  // namespace cujit::detail
