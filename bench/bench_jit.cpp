@@ -7,7 +7,11 @@
 // an earlier iteration is reused. Warm-up: one untimed run per benchmark first (it loads
 // the libraries and pages in their code), except for the new-process figures, whose point
 // is that nothing is warm.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <memory>
 
 #include "cujit/device.hpp"
@@ -16,6 +20,7 @@
 #include "cujit/program.hpp"
 #include "support/bench_main.hpp"
 #include "support/jit_scenarios.hpp"
+#include "support/multi_input.hpp"
 #include "support/paired.hpp"
 #include "support/raw_jit.hpp"
 
@@ -115,12 +120,101 @@ Pair nvjitlink_pair(const JitScenario& scenario) {
 
 // ---- the build cache ----------------------------------------------------------------------
 
+// A process asking again for a kernel it built: the builder it holds (as a dispatcher holds
+// its overloads) answers from the memo, the very LinkedKernel of the first build.
 void kernel_link_memory_hit(benchmark::State& state, const JitScenario* scenario) {
   BuildCache cache(cache_config(CacheMode::memory));
-  (void)cujit_link(*scenario, cache, arch);
+  const KernelBuilder builder = scenario_builder(*scenario, cache, arch);
+  const auto first = builder.link_shared();
+  for (auto _ : state) benchmark::DoNotOptimize(builder.link_shared());
+  if (builder.link_shared() != first) state.SkipWithError("the memory hit did not return the memorized object");
+}
+
+// The same kernel through a new builder each time, from inputs already in memory: the
+// kernel's CUDA C++ is compiled again through the compile cache (a memory hit), then the
+// link comes from the memo.
+void kernel_link_memory_hit_new_builder(benchmark::State& state, const JitScenario* scenario) {
+  BuildCache cache(cache_config(CacheMode::memory));
+  const std::vector<LinkableCode> inputs = scenario_inputs(*scenario);
+  const auto build = [&] {
+    KernelOptions options;
+    options.link.arch = arch;
+    options.link.lto = scenario->lto;
+    options.link.backend = LinkerBackend::nvjitlink;
+    options.nrt = scenario->nrt;
+    KernelBuilder builder(scenario->kernel, options, cache);
+    builder.source(inputs.front());
+    for (std::size_t i = 1; i < inputs.size(); ++i) builder.link(inputs[i]);
+    return builder.link_shared();
+  };
+  (void)build();
   const VendorShare share;
-  for (auto _ : state) benchmark::DoNotOptimize(cujit_link(*scenario, cache, arch));
+  for (auto _ : state) benchmark::DoNotOptimize(build());
   share.finish(state);
+}
+
+// A disk cache holding the scenario's build, made once per process.
+std::string prepared_kernel_cache(const JitScenario& scenario) {
+  static std::map<std::string, std::string> prepared;
+  auto found = prepared.find(scenario.name);
+  if (found != prepared.end()) return found->second;
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("cujit-bench-kernel-cache-" + std::to_string(::getpid()) + "-" + scenario.name))
+                              .string();
+  BuildCache cache(cache_config(CacheMode::disk, dir));
+  (void)cujit_link(scenario, cache, arch);
+  return prepared.emplace(scenario.name, dir).first->second;
+}
+
+void kernel_disk_hit_new_process(benchmark::State& state, const JitScenario* scenario) {
+  const std::string dir = prepared_kernel_cache(*scenario);
+  for (auto _ : state) state.SetIterationTime(std::stod(run_self({"kernel_disk_hit", scenario->name, dir})));
+}
+
+// ---- k independent CUDA C++ inputs --------------------------------------------------------
+
+constexpr int multi_k = 4;
+
+LinkOptions multi_options() { return multi_input_options(arch); }
+
+// Linker::add_all (the sources compiled side by side) against NVRTC one input after the
+// other: cold on both sides (no cache, fresh programs).
+Pair parallel_sources_pair() {
+  const auto sources = std::make_shared<std::vector<LinkableCode>>(multi_input_sources(multi_k));
+  return Pair{[sources] {
+                Linker linker(multi_options(), BuildCache::disabled());
+                linker.add_all(*sources);
+                return linker.link().code.bytes();
+              },
+              [sources] { return raw_multi_input_link(*sources, multi_options()); }};
+}
+
+// One of the k inputs changes (a new revision each iteration), the others come from the
+// cache's memory tier: only that input compiles, then the link.
+void incremental_rebuild_one(benchmark::State& state) {
+  BuildCache cache(cache_config(CacheMode::memory));
+  long long revision = 0;
+  const auto build = [&] {
+    Linker linker(multi_options(), cache);
+    linker.add_all(multi_input_sources(multi_k, 1, ++revision));
+    return linker.link_cached();
+  };
+  (void)build();
+  const VendorShare share;
+  for (auto _ : state) benchmark::DoNotOptimize(build());
+  share.finish(state);
+}
+
+// The same build with nothing cached, for comparison.
+void incremental_cold(benchmark::State& state) {
+  long long revision = 0;
+  const auto build = [&] {
+    Linker linker(multi_options(), BuildCache::disabled());
+    linker.add_all(multi_input_sources(multi_k, 1, ++revision));
+    return linker.link();
+  };
+  (void)build();
+  for (auto _ : state) benchmark::DoNotOptimize(build());
 }
 
 // ---- registration -------------------------------------------------------------------------
@@ -154,11 +248,43 @@ void register_all() {
     benchmark::RegisterBenchmark(("cujit/kernel_link/" + s->name + "/memory_hit").c_str(),
                                  kernel_link_memory_hit, s)
         ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+    benchmark::RegisterBenchmark(("cujit/kernel_link/" + s->name + "/memory_hit_new_builder").c_str(),
+                                 kernel_link_memory_hit_new_builder, s)
+        ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+    benchmark::RegisterBenchmark(("cujit/kernel_link/" + s->name + "/disk_hit_new_process").c_str(),
+                                 kernel_disk_hit_new_process, s)
+        ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 5)->Repetitions(reps)->UseManualTime();
   }
+  // Seconds per build (CUB's headers, k times): full mode only.
+  if (quick()) return;
+  const std::string k = "k" + std::to_string(multi_k);
+  register_pair("parallel_sources/" + k, parallel_sources_pair);
+  benchmark::RegisterBenchmark(("cujit/incremental/" + k + "/rebuild_one").c_str(), incremental_rebuild_one)
+      ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
+  benchmark::RegisterBenchmark(("cujit/incremental/" + k + "/cold").c_str(), incremental_cold)
+      ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
 }
 
-// The child prints one number: seconds for the first link in this process.
+// kernel_disk_hit SCENARIO DIR: seconds from the lookup to a launchable kernel (loaded when
+// there is a device) from the disk cache at DIR, in this new process; exit 1 if it was not
+// a disk hit.
+int kernel_disk_hit_child(const ChildArguments& arguments) {
+  if (has_device()) use_device(0);
+  const JitScenario& scenario = jit_scenario(arguments[1]);
+  const auto start = Clock::now();
+  BuildCache cache(cache_config(CacheMode::disk, arguments[2]));
+  const std::shared_ptr<const LinkedKernel> linked = scenario_builder(scenario, cache, arch).link_shared();
+  if (has_device()) (void)Module::shared(linked->link.code, linked->key)->kernel(scenario.kernel);
+  const double seconds = seconds_since(start);
+  if (linked->source != CacheSource::disk) return 1;
+  std::printf("%.9f\n", seconds);
+  return 0;
+}
+
+// The child prints one number: seconds for the first link (first_call) or the disk hit
+// (kernel_disk_hit) in this process.
 int child(const ChildArguments& arguments) {
+  if (arguments.size() == 3 && arguments[0] == "kernel_disk_hit") return kernel_disk_hit_child(arguments);
   if (arguments.size() != 2 || arguments[0] != "first_call") return 2;
   // Create the context first, as any CUDA program does, so the figure is the link's and
   // not the driver's start-up.

@@ -45,16 +45,27 @@ const JitScenario& jit_scenario(const std::string& name) {
   throw std::runtime_error("no JIT scenario " + name);
 }
 
-LinkedKernel cujit_link(const JitScenario& scenario, BuildCache& cache, const Arch& arch) {
+std::vector<LinkableCode> scenario_inputs(const JitScenario& scenario) {
+  std::vector<LinkableCode> inputs{LinkableCode::from_path(resolve(scenario.source))};
+  for (const std::string& path : scenario.external) inputs.push_back(LinkableCode::from_path(resolve(path)));
+  return inputs;
+}
+
+KernelBuilder scenario_builder(const JitScenario& scenario, BuildCache& cache, const Arch& arch) {
   KernelOptions options;
   options.link.arch = arch;
   options.link.lto = scenario.lto;
   options.link.backend = LinkerBackend::nvjitlink;
   options.nrt = scenario.nrt;
   KernelBuilder builder(scenario.kernel, options, cache);
-  builder.source(LinkableCode::from_path(resolve(scenario.source)));
-  for (const std::string& path : scenario.external) builder.link(LinkableCode::from_path(resolve(path)));
-  return builder.link_cubin();
+  const std::vector<LinkableCode> inputs = scenario_inputs(scenario);
+  builder.source(inputs.front());
+  for (std::size_t i = 1; i < inputs.size(); ++i) builder.link(inputs[i]);
+  return builder;
+}
+
+LinkedKernel cujit_link(const JitScenario& scenario, BuildCache& cache, const Arch& arch) {
+  return scenario_builder(scenario, cache, arch).link_cubin();
 }
 
 std::vector<RawHeader> raw_headers(const std::vector<Header>& headers) {

@@ -23,6 +23,12 @@ struct JitScenario {
 const std::vector<JitScenario>& jit_scenarios();
 const JitScenario& jit_scenario(const std::string& name);
 
+// The scenario's KernelBuilder over the given cache, its inputs read from their files.
+KernelBuilder scenario_builder(const JitScenario& scenario, BuildCache& cache, const Arch& arch);
+
+// The scenario's inputs as they are read from their files: its own code, then external.
+std::vector<LinkableCode> scenario_inputs(const JitScenario& scenario);
+
 // cujit end to end: KernelBuilder over the scenario with the given cache (CacheMode::off
 // for truly cold figures), linked to a cubin.
 LinkedKernel cujit_link(const JitScenario& scenario, BuildCache& cache, const Arch& arch);
