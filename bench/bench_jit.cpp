@@ -7,11 +7,7 @@
 // an earlier iteration is reused. Warm-up: one untimed run per benchmark first (it loads
 // the libraries and pages in their code), except for the new-process figures, whose point
 // is that nothing is warm.
-#include <unistd.h>
-
 #include <cstdio>
-#include <filesystem>
-#include <map>
 #include <memory>
 
 #include "cujit/device.hpp"
@@ -153,24 +149,6 @@ void kernel_link_memory_hit_new_builder(benchmark::State& state, const JitScenar
   share.finish(state);
 }
 
-// A disk cache holding the scenario's build, made once per process.
-std::string prepared_kernel_cache(const JitScenario& scenario) {
-  static std::map<std::string, std::string> prepared;
-  auto found = prepared.find(scenario.name);
-  if (found != prepared.end()) return found->second;
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("cujit-bench-kernel-cache-" + std::to_string(::getpid()) + "-" + scenario.name))
-                              .string();
-  BuildCache cache(cache_config(CacheMode::disk, dir));
-  (void)cujit_link(scenario, cache, arch);
-  return prepared.emplace(scenario.name, dir).first->second;
-}
-
-void kernel_disk_hit_new_process(benchmark::State& state, const JitScenario* scenario) {
-  const std::string dir = prepared_kernel_cache(*scenario);
-  for (auto _ : state) state.SetIterationTime(std::stod(run_self({"kernel_disk_hit", scenario->name, dir})));
-}
-
 // ---- k independent CUDA C++ inputs --------------------------------------------------------
 
 constexpr int multi_k = 4;
@@ -251,9 +229,6 @@ void register_all() {
     benchmark::RegisterBenchmark(("cujit/kernel_link/" + s->name + "/memory_hit_new_builder").c_str(),
                                  kernel_link_memory_hit_new_builder, s)
         ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
-    benchmark::RegisterBenchmark(("cujit/kernel_link/" + s->name + "/disk_hit_new_process").c_str(),
-                                 kernel_disk_hit_new_process, s)
-        ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 5)->Repetitions(reps)->UseManualTime();
   }
   // Seconds per build (CUB's headers, k times): full mode only.
   if (quick()) return;
@@ -265,26 +240,8 @@ void register_all() {
       ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
 }
 
-// kernel_disk_hit SCENARIO DIR: seconds from the lookup to a launchable kernel (loaded when
-// there is a device) from the disk cache at DIR, in this new process; exit 1 if it was not
-// a disk hit.
-int kernel_disk_hit_child(const ChildArguments& arguments) {
-  if (has_device()) use_device(0);
-  const JitScenario& scenario = jit_scenario(arguments[1]);
-  const auto start = Clock::now();
-  BuildCache cache(cache_config(CacheMode::disk, arguments[2]));
-  const std::shared_ptr<const LinkedKernel> linked = scenario_builder(scenario, cache, arch).link_shared();
-  if (has_device()) (void)Module::shared(linked->link.code, linked->key)->kernel(scenario.kernel);
-  const double seconds = seconds_since(start);
-  if (linked->source != CacheSource::disk) return 1;
-  std::printf("%.9f\n", seconds);
-  return 0;
-}
-
-// The child prints one number: seconds for the first link (first_call) or the disk hit
-// (kernel_disk_hit) in this process.
+// The child prints one number: seconds for the first link in this process.
 int child(const ChildArguments& arguments) {
-  if (arguments.size() == 3 && arguments[0] == "kernel_disk_hit") return kernel_disk_hit_child(arguments);
   if (arguments.size() != 2 || arguments[0] != "first_call") return 2;
   // Create the context first, as any CUDA program does, so the figure is the link's and
   // not the driver's start-up.

@@ -202,11 +202,11 @@ int child(const ChildArguments& arguments) {
   const JitScenario& scenario = jit_scenario(name);
   const auto start = Clock::now();
   BuildCache cache(cache_config(CacheMode::disk, dir));
-  const LinkedKernel linked = cujit_link(scenario, cache, device_arch());
-  auto module = Module::shared(linked.link.code, linked.key);
+  const std::shared_ptr<const LinkedKernel> linked = scenario_builder(scenario, cache, device_arch()).link_shared();
+  auto module = Module::shared(linked->link.code, linked->key);
   const Kernel kernel = module->kernel(scenario.kernel);
   const double seconds = seconds_since(start);
-  if (linked.source != CacheSource::disk || kernel.handle() == nullptr) return 1;
+  if (linked->source != CacheSource::disk || kernel.handle() == nullptr) return 1;
   std::printf("%.9f\n", seconds);
   return 0;
 }
