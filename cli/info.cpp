@@ -44,6 +44,11 @@ int info() {
     std::cout << " " << to_string(format) << "(" << (backend_accepts(LinkerBackend::driver, format) ? "both" : "nvjitlink") << ")";
   }
   std::cout << "\n";
+  std::cout << "remote cache tier: "
+            << (!BuildCache::remote_built_in() ? std::string("not built in (this cujit was built without hiredis)")
+                : cache.remote_url().empty()   ? std::string("built in, not configured (CUJIT_CACHE_REMOTE)")
+                                               : cache.remote_url())
+            << "\n";
   return exit_ok;
 }
 
