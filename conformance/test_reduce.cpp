@@ -1,6 +1,8 @@
 // The reduce build and reduce_into: builds without a GPU up to the cubin, every operator
-// form, errors; on a GPU the type x operator x n matrix against a long double reference,
-// and cached builds (memory, disk, new process) giving the same results as a fresh one.
+// form, errors, what the build compiles and links with; on a GPU the type x operator x n
+// matrix against a long double reference (n on both sides of the single-pass limit and of
+// tile boundaries), unaligned input, and cached builds (memory, disk, new process) giving
+// the same results as a fresh one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +10,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "cujit/compile_cache.hpp"
+#include "cujit/linker.hpp"
 #include "cujit/reduce.hpp"
 #include "support/fixtures.hpp"
 #include "support/reduce_data.hpp"
@@ -96,6 +100,66 @@ TEST(ReduceBuild, AnOperatorThatDoesNotCompileCarriesTheLog) {
                      EXPECT_NE(error.log().find("undefined_thing"), std::string::npos););
 }
 
+// NVRTC's time is the headers it parses: CUB's block reduce cost about a second per
+// build, the kernels themselves a few milliseconds. An #include here brings that back.
+TEST(ReduceBuild, TheGeneratedKernelIncludesNoHeader) {
+  for (const char* type : {"int8", "int32", "uint64", "float64"}) {
+    const reduce::KernelCompile kernel = reduce::kernel_compile(spec_for(type));
+    EXPECT_EQ(kernel.program.source().find("#include"), std::string::npos) << type;
+    EXPECT_TRUE(kernel.options.include_paths.empty()) << type << ": nothing to read from a directory";
+  }
+}
+
+// -optimize-unused-variables: a device variable that no device code reads (here a table a
+// CUDA C++ operator defines) is in the cubin without the option and not with it, and the
+// option is part of the link key, so a cubin linked without it is never served for it.
+TEST(ReduceBuild, TheLinkDropsDeviceVariablesNoDeviceCodeReads) {
+  const std::string op_source =
+      "__device__ int cujit_test_unread_table[64] = {7};\n"
+      "extern \"C\" __device__ int add_i32(int a, int b) { return a + b; }";
+  const reduce::ReduceSpec spec = spec_for("int32", Operator::cuda_source(op_source, "add_i32"));
+  CacheConfig off_config;
+  off_config.mode = CacheMode::off;
+  BuildCache off(off_config);
+  const reduce::KernelCompile kernel = reduce::kernel_compile(spec);
+  const LinkableCode kernel_code = compile_cached(kernel.program, kernel.options, off).result.code;
+  const LinkOptions with = reduce::link_options(spec);
+  ASSERT_EQ(with.nvjitlink_options, std::vector<std::string>{"-optimize-unused-variables"});
+  LinkOptions without = with;
+  without.nvjitlink_options.clear();
+  const auto linked = [&](const LinkOptions& options) {
+    Linker linker(options, off);
+    linker.add(kernel_code);
+    linker.add(LinkableCode::cuda_source(op_source, "add_i32.cu"));
+    return linker.link().code.bytes();
+  };
+  EXPECT_NE(linked(without).find("cujit_test_unread_table"), std::string::npos);
+  EXPECT_EQ(linked(with).find("cujit_test_unread_table"), std::string::npos);
+  EXPECT_EQ(reduce::build_reduce(spec, off).code.bytes().find("cujit_test_unread_table"), std::string::npos);
+  EXPECT_NE(link_key({kernel_code}, with, LinkerBackend::nvjitlink).digest(),
+            link_key({kernel_code}, without, LinkerBackend::nvjitlink).digest());
+}
+
+// Up to the single-pass limit reduce_into launches one kernel (one block) and needs no
+// temporary storage and no device query; the limit covers at least one of CUB's single-pass tiles
+// (256 threads x 16 items), so no n that CUB reduces in one kernel takes two here.
+TEST(ReduceBuild, UpToTheSinglePassLimitOneKernelAndNoTemporaryStorage) {
+  const reduce::ReduceBuild build = reduce::build_reduce(spec_for("float64"));
+  EXPECT_GE(build.single_pass_limit, std::uint64_t{256} * 16);
+  for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{4096}, build.single_pass_limit}) {
+    const reduce::Launch launch = reduce::launch_for(build, n);
+    EXPECT_TRUE(launch.single_pass) << n;
+    EXPECT_EQ(launch.blocks, 1u) << n;
+    EXPECT_EQ(reduce::temp_bytes(build, n), 0u) << n;
+  }
+  if (!has_device()) {
+    CUJIT_EXPECT_ERROR((void)reduce::launch_for(build, build.single_pass_limit + 1), ErrorKind::cuda, error,
+                       (void)error;);
+  } else {
+    EXPECT_FALSE(reduce::launch_for(build, build.single_pass_limit + 1).single_pass);
+  }
+}
+
 TEST(ReduceBuild, ReduceIntoWithoutADeviceIsACudaError) {
   if (has_device()) GTEST_SKIP() << "a CUDA device is present; this checks the no-device path";
   const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32"));
@@ -106,13 +170,15 @@ TEST(ReduceBuild, ReduceIntoWithoutADeviceIsACudaError) {
 // ---- GPU -----------------------------------------------------------------------------
 
 // CUJIT_TEST_MAX_N caps the sizes (compute-sanitizer makes kernels far slower); the
-// default runs the whole list.
+// default runs the whole list: empty, within one warp and block, the edges of a tile
+// (4096 items) and of the single-pass limit (8192), and two-pass sizes with a partial last
+// tile up to 2^28.
 std::vector<std::uint64_t> sizes_up_to_cap() {
   std::vector<std::uint64_t> out;
   const char* cap_text = std::getenv("CUJIT_TEST_MAX_N");
   const std::uint64_t cap = cap_text != nullptr ? std::strtoull(cap_text, nullptr, 10) : ~std::uint64_t{0};
-  for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{255}, std::uint64_t{256},
-                          std::uint64_t{257}, std::uint64_t{1000003}, std::uint64_t{1} << 28}) {
+  for (std::uint64_t n : {0ull, 1ull, 31ull, 255ull, 256ull, 257ull, 1024ull, 4095ull, 4096ull, 4097ull,
+                          8191ull, 8192ull, 8193ull, 65536ull, 1000003ull, (1ull << 22) + 5, 1ull << 28}) {
     if (n <= cap) out.push_back(n);
   }
   return out;
@@ -129,6 +195,10 @@ long double init_for(Builtin op) {
 
 ArgValue init_value(const Type& type, long double value) {
   switch (type.scalar) {
+    case Scalar::int8: return arg_value(static_cast<std::int8_t>(value));
+    case Scalar::int16: return arg_value(static_cast<std::int16_t>(value));
+    case Scalar::uint8: return arg_value(static_cast<std::uint8_t>(std::max<long double>(value, 0)));
+    case Scalar::uint16: return arg_value(static_cast<std::uint16_t>(std::max<long double>(value, 0)));
     case Scalar::int32: return arg_value(static_cast<std::int32_t>(value));
     case Scalar::int64: return arg_value(static_cast<std::int64_t>(value));
     case Scalar::uint32: return arg_value(static_cast<std::uint32_t>(std::max<long double>(value, 0)));
@@ -139,17 +209,25 @@ ArgValue init_value(const Type& type, long double value) {
   }
 }
 
-// The stated tolerance for floating-point sums: each thread adds a chain of about
-// n / threads items, then a tree of depth log2(threads) combines the chains; the error is
-// bounded by eps * (chain + depth + 2) * sum |x|. Integers, min and max are exact.
+// The stated tolerance for floating-point sums: eps * (the most additions an item goes
+// through + 2) * sum |x|. An item goes through its thread's chain (at most 16 items for
+// each tile its block takes: ceil(tiles / blocks) tiles of 4096), the block fold (5
+// shuffle steps, then thread 0 adds the 7 other warps' totals), in two passes the final
+// kernel's chain (blocks / 256 partials) and block fold, and init. Integers, min and max
+// are exact.
 long double tolerance(const reduce::ReduceBuild& build, const Type& type, Builtin op,
                       std::uint64_t n, long double sum_abs) {
   if (op != Builtin::sum || (type.scalar != Scalar::float32 && type.scalar != Scalar::float64)) return 0;
   const long double eps = type.scalar == Scalar::float32 ? 1.1920929e-7L : 2.220446e-16L;
-  const long double threads =
-      static_cast<long double>(reduce::temp_bytes(build, n) / build.accumulator_size) * build.block_size;
-  const long double chain = std::ceil(static_cast<long double>(n) / threads);
-  return eps * (chain + std::log2(threads) + 2) * sum_abs;
+  const reduce::Launch launch = reduce::launch_for(build, n);
+  const std::uint64_t tile = std::uint64_t{build.block_size} * build.items_per_thread;
+  const std::uint64_t tiles_per_block = ((n + tile - 1) / tile + launch.blocks - 1) / launch.blocks;
+  const long double block_fold = std::log2(32.0L) + (build.block_size / 32 - 1);
+  long double depth = static_cast<long double>(build.items_per_thread * tiles_per_block) + block_fold + 1;
+  if (!launch.single_pass) {
+    depth += std::ceil(static_cast<long double>(launch.blocks) / build.block_size) + block_fold;
+  }
+  return eps * (depth + 2) * sum_abs;
 }
 
 struct MatrixCell {
@@ -189,11 +267,14 @@ TEST_P(GpuReduceMatrix, MatchesTheReferenceForEveryN) {
   }
 }
 
+// Every type. The 8- and 16-bit ones with sum only: their device values wrap (value(i)
+// spans [-1000, 2000]) and the reference wraps the sum alone, which agrees for sum only.
 std::vector<MatrixCell> matrix() {
   std::vector<MatrixCell> cells;
   for (const char* type : {"int32", "int64", "uint32", "uint64", "float32", "float64"}) {
     for (Builtin op : {Builtin::sum, Builtin::min, Builtin::max}) cells.push_back({type, op});
   }
+  for (const char* type : {"int8", "int16", "uint8", "uint16"}) cells.push_back({type, Builtin::sum});
   return cells;
 }
 
@@ -202,6 +283,30 @@ INSTANTIATE_TEST_SUITE_P(Cells, GpuReduceMatrix, ::testing::ValuesIn(matrix()),
                            return std::string(cell.param.type) + "_" +
                                   std::string(reduce::to_string(cell.param.op));
                          });
+
+// Input that is aligned to its type but not to 16 bytes is read one item per load; the
+// same data one item further on gives the same result, in one pass and in two.
+TEST(GpuReduceUnaligned, InputOffsetByOneItemGivesTheSameResult) {
+  CUJIT_REQUIRE_DEVICE();
+  const std::uint64_t cap = sizes_up_to_cap().back();
+  for (const char* name : {"int8", "int32", "uint64", "float32", "float64"}) {
+    const ReduceSpec spec = spec_for(name, Operator::builtin(Builtin::sum), Arch::of_device(0).sm());
+    const reduce::ReduceBuild build = reduce::build_reduce(spec);
+    const Type& type = spec.input;
+    for (std::uint64_t n : {std::uint64_t{4096 + 77}, std::uint64_t{1000003}}) {
+      if (n > cap) continue;
+      SCOPED_TRACE(testing::Message() << name << " n=" << n);
+      DeviceBuffer in((n + 1) * type.size()), out(8);
+      const DevicePtr shifted = in.ptr() + type.size();
+      test::fill_device(type, shifted, n);
+      reduce::reduce_into(build, shifted, out.ptr(), n, init_value(type, 3));
+      synchronize(nullptr);
+      const test::Reference want = test::reference(type, Builtin::sum, n, 3);
+      EXPECT_LE(std::fabs(test::read_result(type, out.ptr()) - want.value),
+                tolerance(build, type, Builtin::sum, n, want.sum_abs));
+    }
+  }
+}
 
 TEST(GpuReduceOperators, ForeignAndUserOperators) {
   CUJIT_REQUIRE_DEVICE();

@@ -1,8 +1,10 @@
 #pragma once
 // The reduce build: a device-wide reduction specialised on input, output and accumulator
-// types and a user operator, generated as CUDA C++ over CUB's BlockReduce (from the
-// toolkit's CCCL headers), compiled by NVRTC to LTO-IR, linked with the operator through
-// nvJitLink with LTO into a cubin, and cached. reduce_into() runs it.
+// types and a user operator, generated as CUDA C++ that includes no header (the block
+// reduction is written out in the source: CUB's headers cost NVRTC about a second per
+// build, the kernels a few milliseconds), compiled by NVRTC to LTO-IR, linked with the
+// operator through nvJitLink with LTO into a cubin, and cached. reduce_into() runs it:
+// one kernel for small n, two passes above (docs/reduce.md).
 
 #include <cstdint>
 #include <memory>
@@ -55,8 +57,10 @@ struct BuildConfig {
   // For the generated kernel and for a CUDA C++ operator alike.
   std::vector<std::string> nvrtc_options;
   std::vector<std::string> include_dirs;
-  // NVRTC's automatic precompiled header for CUB: the first build in a process creates it
-  // (slower), later builds reuse it. Changes nothing in the generated code.
+  // NVRTC's automatic precompiled header (-pch) for the headers a CUDA C++ operator
+  // includes: the first such compile in a process creates it (slower), later ones reuse
+  // it. The generated kernel includes nothing, so it is compiled without. Changes nothing
+  // in the generated code.
   bool precompiled_header = true;
 };
 
@@ -70,9 +74,13 @@ struct ReduceSpec {
 };
 
 struct ReduceBuild {
-  LinkableCode code;  // the linked cubin
+  LinkableCode code;  // the linked cubin, holding both kernels
+  // n <= single_pass_limit: one block of tiles_kernel reads the input and writes the output
+  // (single pass). Above: tiles_kernel writes one partial per block, then one block of
+  // final_kernel folds them into the output.
   std::string tiles_kernel;
   std::string final_kernel;
+  std::uint64_t single_pass_limit = 0;
   std::size_t accumulator_size = 0;
   std::size_t input_size = 0;
   std::size_t output_size = 0;
@@ -100,17 +108,36 @@ struct KernelCompile {
   CompileOptions options;
 };
 KernelCompile kernel_compile(const ReduceSpec& spec);
-// The link options of a spec's build (nvJitLink, LTO; a CUDA C++ operator compiled with
-// the spec's options and include directories).
+// The link options of a spec's build (nvJitLink, LTO, -optimize-unused-variables; a CUDA
+// C++ operator compiled with the spec's options, include directories and the toolkit's
+// headers). -optimize-unused-variables lets nvJitLink drop device variables no device code
+// reads, and fold those it never writes: nothing on the host reads or writes a reduce
+// module's variables (so an operator's device variable that only device code reads is a
+// constant of its initialiser, absent from the module), and without it a CUDA C++
+// operator that includes CCCL headers carries their variables' symbol and relocation
+// tables into the cubin (60 KB instead of 13 KB with cuda/std/functional).
 LinkOptions link_options(const ReduceSpec& spec);
 
-// Temporary storage reduce_into needs for n items on the current device.
+// How reduce_into runs n items: one block of the tiles kernel writing the output (n <=
+// build.single_pass_limit; no device query), or `blocks` blocks of it writing partials (at
+// most 8 per multiprocessor of the current device, at most one per tile of 4096 items),
+// then one block of the final kernel.
+struct Launch {
+  bool single_pass = true;
+  std::uint64_t blocks = 1;
+};
+Launch launch_for(const ReduceBuild& build, std::uint64_t n);
+
+// Temporary storage reduce_into needs for n items on the current device: one accumulator
+// per block of the tiles kernel, none for a single pass.
 std::size_t temp_bytes(const ReduceBuild& build, std::uint64_t n);
 
 // out[0] = op(init, in[0], ..., in[n-1]) (in unspecified order and grouping), for any n
-// from 0 (the result is init) to 2^31-1 and beyond. Temporary storage: pass temp with at
-// least temp_bytes(build, n), or 0 to have it allocated (and freed after the stream
-// synchronises). `init` must have the accumulator's size.
+// from 0 (the result is init) to 2^31-1 and beyond, `in` aligned to its type (16-byte
+// aligned input is read in 16-byte vectors). Temporary storage: pass temp with at least
+// temp_bytes(build, n), or 0 to have it allocated when one is needed (and freed after the
+// stream synchronises; a single pass needs none and does not synchronise). `init` must
+// have the accumulator's size.
 void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uint64_t n,
                  const ArgValue& init, StreamHandle stream = nullptr, DevicePtr temp = 0,
                  std::size_t temp_size = 0);

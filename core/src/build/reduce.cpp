@@ -20,12 +20,149 @@ namespace {
 constexpr const char* component = "reduce";
 constexpr unsigned block_size = 256;
 constexpr unsigned items_per_thread = 16;
+constexpr std::uint64_t tile_items = std::uint64_t{block_size} * items_per_thread;
 constexpr unsigned blocks_per_multiprocessor = 8;
+// One block (the tiles kernel, single pass) takes n up to this many tiles (8192 items); two
+// passes above. Why two tiles, on the H100 (132 SMs): a kernel costs about 1.3-1.4 us of
+// GPU time before it reads anything (reduce_into's two kernels at n = 1024 took 2.76 us
+// against CUB's single-tile 1.61 us), and one block pays about one memory round trip per
+// tile it folds (its loads of a tile are issued together: 0.3 us from L2, where a small
+// input usually is, up to 0.7 us from HBM). The second tile in one block costs 0.3-0.7 us,
+// the second kernel of two passes 1.3 us: one block wins at two tiles even from HBM. At
+// three or four tiles from HBM one block (2.8-3.5 us) would fall behind two passes
+// (about 2.8 us at any n up to a wave), so the limit stays at two. CUB switches at one of
+// its tiles (4096 int32 items, 2048 for 8-byte types), so up to 8192 items cujit runs one
+// kernel wherever CUB does and for 4097..8192 one kernel where CUB runs two.
+constexpr std::uint64_t single_pass_tiles = 2;
 constexpr const char* tiles_kernel_name = "cujit_reduce_tiles";
 constexpr const char* final_kernel_name = "cujit_reduce_final";
-// The generated source starts with exactly this line, so NVRTC's precompiled header for
-// CUB is shared by every specialisation.
-constexpr const char* cub_include = "#include <cub/block/block_reduce.cuh>\n";
+// A device variable no device code reads is dropped (link_options in reduce.hpp says why).
+constexpr const char* drop_unread_variables = "-optimize-unused-variables";
+
+// The kernels, after the type aliases, the operator, its wrapper cujit_apply and the
+// shape (cujit_block, cujit_items, cujit_warps). No header: a block reduction is a few
+// lines, while CUB's headers cost NVRTC about a second per build. Constants are
+// enumerators, not constexpr variables: NVRTC emits those as device variables.
+constexpr const char* kernels_source = R"(
+enum : unsigned long long { cujit_tile = static_cast<unsigned long long>(cujit_block) * cujit_items };
+
+// A thread's running fold: empty until its first item.
+struct cujit_fold {
+  cujit_acc_t acc;
+  bool have;
+  __device__ __forceinline__ void add(cujit_acc_t x) {
+    acc = have ? cujit_apply(acc, x) : x;
+    have = true;
+  }
+};
+
+// 16 bytes of items, loaded by one instruction.
+template <class T>
+struct alignas(16) cujit_vector {
+  T item[16 / sizeof(T)];
+};
+
+// This thread's items of the whole tile at `start` (`in` 16-byte aligned), folded: thread x
+// reads vectors x, x + block, ... (coalesced), every load issued before the first fold.
+template <class T>
+__device__ __forceinline__ cujit_acc_t cujit_fold_whole_tile(const T* __restrict__ in,
+                                                             unsigned long long start) {
+  constexpr unsigned per_vector = 16 / sizeof(T);
+  constexpr unsigned vectors = cujit_items / per_vector;
+  const cujit_vector<T>* from = reinterpret_cast<const cujit_vector<T>*>(in + start) + threadIdx.x;
+  cujit_vector<T> v[vectors];
+#pragma unroll
+  for (unsigned i = 0; i < vectors; ++i) v[i] = from[i * cujit_block];
+  cujit_acc_t acc = static_cast<cujit_acc_t>(v[0].item[0]);
+#pragma unroll
+  for (unsigned j = 1; j < per_vector; ++j) acc = cujit_apply(acc, static_cast<cujit_acc_t>(v[0].item[j]));
+#pragma unroll
+  for (unsigned i = 1; i < vectors; ++i) {
+#pragma unroll
+    for (unsigned j = 0; j < per_vector; ++j) acc = cujit_apply(acc, static_cast<cujit_acc_t>(v[i].item[j]));
+  }
+  return acc;
+}
+
+// Folds tiles first, first + stride, ... of items[0, n) into this thread's fold: whole tiles
+// of 16-byte aligned input as vectors (where Vectors: code the final pass does not need),
+// the rest one item per load, four loads in flight. Thread x takes items x, x + block, ...
+// of a tile, so in the partial last tile the threads holding values are the first ones.
+template <class T, bool Vectors>
+__device__ __forceinline__ void cujit_fold_tiles(const T* __restrict__ items, unsigned long long n,
+                                                 unsigned long long first, unsigned long long stride,
+                                                 cujit_fold& fold) {
+  unsigned long long t = first;
+  if (Vectors && reinterpret_cast<unsigned long long>(items) % 16 == 0) {
+    const unsigned long long whole = n / cujit_tile;
+    for (; t < whole; t += stride) fold.add(cujit_fold_whole_tile(items, t * cujit_tile));
+  }
+  for (; t * cujit_tile < n; t += stride) {
+#pragma unroll 4
+    for (unsigned i = 0; i < cujit_items; ++i) {
+      const unsigned long long at = t * cujit_tile + i * cujit_block + threadIdx.x;
+      if (at < n) fold.add(static_cast<cujit_acc_t>(items[at]));
+    }
+  }
+}
+
+// The fold of the values of threads [0, valid), 1 <= valid, in thread 0: shuffles within
+// each warp, then thread 0 folds the warps' totals. Every thread of the block calls it.
+__device__ __forceinline__ cujit_acc_t cujit_block_fold(cujit_acc_t x, unsigned valid,
+                                                        cujit_acc_t* warp_totals) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  const unsigned in_warp = valid <= warp * 32 ? 0 : valid - warp * 32 < 32 ? valid - warp * 32 : 32;
+#pragma unroll
+  for (unsigned offset = 16; offset > 0; offset /= 2) {
+    const cujit_acc_t other = __shfl_down_sync(0xffffffffu, x, offset);
+    if (lane + offset < in_warp) x = cujit_apply(x, other);
+  }
+  if (lane == 0 && in_warp > 0) warp_totals[warp] = x;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned warps = (valid + 31) / 32;
+    for (unsigned w = 1; w < warps; ++w) x = cujit_apply(x, warp_totals[w]);
+  }
+  return x;
+}
+
+// Block b folds tiles b, b + grid, ... of in[0, n). The first pass (partials given, the
+// grid at most the number of tiles, so every block has one) writes the block's fold to
+// partials[b]. The single pass (no partials, one block) writes init and the fold to *out,
+// or init alone for n = 0.
+extern "C" __global__ void __launch_bounds__(cujit_block) cujit_reduce_tiles(
+    const cujit_in_t* __restrict__ in, unsigned long long n, cujit_acc_t* partials, cujit_out_t* out,
+    cujit_acc_t init) {
+  __shared__ cujit_acc_t warp_totals[cujit_warps];
+  if (n == 0) {
+    if (threadIdx.x == 0) *out = static_cast<cujit_out_t>(init);
+    return;
+  }
+  cujit_fold fold{cujit_acc_t{}, false};
+  cujit_fold_tiles<cujit_in_t, true>(in, n, blockIdx.x, gridDim.x, fold);
+  const unsigned long long from_first_tile = n - blockIdx.x * cujit_tile;
+  const unsigned valid = from_first_tile < cujit_block ? static_cast<unsigned>(from_first_tile) : cujit_block;
+  const cujit_acc_t total = cujit_block_fold(fold.acc, valid, warp_totals);
+  if (threadIdx.x != 0) return;
+  if (partials != nullptr) {
+    partials[blockIdx.x] = total;
+  } else {
+    *out = static_cast<cujit_out_t>(cujit_apply(init, total));
+  }
+}
+
+// Second pass: one block folds the partials (one per block of the first, count >= 1) and
+// init into *out.
+extern "C" __global__ void __launch_bounds__(cujit_block) cujit_reduce_final(
+    const cujit_acc_t* __restrict__ partials, unsigned count, cujit_out_t* out, cujit_acc_t init) {
+  __shared__ cujit_acc_t warp_totals[cujit_warps];
+  cujit_fold fold{cujit_acc_t{}, false};
+  cujit_fold_tiles<cujit_acc_t, false>(partials, count, 0, 1, fold);
+  const cujit_acc_t total = cujit_block_fold(fold.acc, count < cujit_block ? count : cujit_block, warp_totals);
+  if (threadIdx.x == 0) *out = static_cast<cujit_out_t>(cujit_apply(init, total));
+}
+)";
 
 void check_value_type(const Type& type, const char* role) {
   if (type.pointers != 0 || type.is_void() || type.scalar == Scalar::boolean) {
@@ -97,101 +234,42 @@ std::optional<LinkableCode> operator_link_code(const ReduceSpec& spec, BuildCach
 }
 
 std::string generate_source(const ReduceSpec& spec, const OperatorCode& op) {
-  const std::string block = std::to_string(block_size);
-  const std::string items = std::to_string(items_per_thread);
-  std::string s = cub_include;
-  s += "// Generated by cujit::reduce: " + spec.input.str() + " -> " + spec.output.str() +
-       ", accumulator " + spec.accumulator.str() + ", operator " + spec.op.describe() + "\n";
+  std::string s = "// Generated by cujit::reduce: " + spec.input.str() + " -> " + spec.output.str() +
+                  ", accumulator " + spec.accumulator.str() + ", operator " + spec.op.describe() + "\n";
   s += "typedef " + spec.input.cuda() + " cujit_in_t;\n";
   s += "typedef " + spec.output.cuda() + " cujit_out_t;\n";
   s += "typedef " + spec.accumulator.cuda() + " cujit_acc_t;\n";
   s += op.inline_definition.empty()
            ? "extern \"C\" __device__ cujit_acc_t " + op.symbol + "(cujit_acc_t, cujit_acc_t);\n"
            : op.inline_definition;
-  s += R"(
-struct cujit_op {
-  __device__ __forceinline__ cujit_acc_t operator()(const cujit_acc_t& a, const cujit_acc_t& b) const {
-    return )" + op.symbol + R"((a, b);
-  }
-};
-using cujit_block_reduce = cub::BlockReduce<cujit_acc_t, )" + block + R"(>;
-
-// Each block folds whole tiles (block x items elements, coalesced) grid-stride, then
-// reduces across the block. Every block gets at least one tile; in a block whose first
-// tile is the partial last one, the threads holding values are the first ones.
-extern "C" __global__ void __launch_bounds__()" + block + R"() )" + tiles_kernel_name + R"((
-    const cujit_in_t* in, unsigned long long n, cujit_acc_t* partials) {
-  __shared__ typename cujit_block_reduce::TempStorage temp;
-  const unsigned long long tile = )" + block + R"(ull * )" + items + R"(ull;
-  const unsigned long long tiles = (n + tile - 1) / tile;
-  cujit_op op;
-  cujit_acc_t acc{};
-  bool have = false;
-  for (unsigned long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const unsigned long long base = t * tile + threadIdx.x;
-    if ((t + 1) * tile <= n) {
-      cujit_in_t v[)" + items + R"(];
-#pragma unroll
-      for (int i = 0; i < )" + items + R"(; ++i) v[i] = in[base + i * )" + block + R"(ull];
-#pragma unroll
-      for (int i = 0; i < )" + items + R"(; ++i) {
-        const cujit_acc_t x = static_cast<cujit_acc_t>(v[i]);
-        acc = have ? op(acc, x) : x;
-        have = true;
-      }
-    } else {
-      for (int i = 0; i < )" + items + R"(; ++i) {
-        const unsigned long long at = base + i * )" + block + R"(ull;
-        if (at < n) {
-          const cujit_acc_t x = static_cast<cujit_acc_t>(in[at]);
-          acc = have ? op(acc, x) : x;
-          have = true;
-        }
-      }
-    }
-  }
-  const unsigned long long first = n - blockIdx.x * tile;
-  const int valid = first < )" + block + R"(ull ? static_cast<int>(first) : )" + block + R"(;
-  const cujit_acc_t total = cujit_block_reduce(temp).Reduce(acc, op, valid);
-  if (threadIdx.x == 0) partials[blockIdx.x] = total;
+  s += "__device__ __forceinline__ cujit_acc_t cujit_apply(cujit_acc_t a, cujit_acc_t b) { return " +
+       op.symbol + "(a, b); }\n";
+  s += "enum : unsigned { cujit_block = " + std::to_string(block_size) + ", cujit_items = " +
+       std::to_string(items_per_thread) + ", cujit_warps = cujit_block / 32 };\n";
+  return s + kernels_source;
 }
 
-// One block folds the partials and the initial value into the output.
-extern "C" __global__ void __launch_bounds__()" + block + R"() )" + final_kernel_name + R"((
-    const cujit_acc_t* partials, unsigned count, cujit_out_t* out, cujit_acc_t init) {
-  __shared__ typename cujit_block_reduce::TempStorage temp;
-  cujit_op op;
-  cujit_acc_t acc{};
-  bool have = false;
-  for (unsigned i = threadIdx.x; i < count; i += blockDim.x) {
-    acc = have ? op(acc, partials[i]) : partials[i];
-    have = true;
-  }
-  const int valid = count < )" + block + R"(u ? static_cast<int>(count) : )" + block + R"(;
-  if (valid == 0) {
-    if (threadIdx.x == 0) *out = static_cast<cujit_out_t>(init);
-    return;
-  }
-  const cujit_acc_t total = cujit_block_reduce(temp).Reduce(acc, op, valid);
-  if (threadIdx.x == 0) *out = static_cast<cujit_out_t>(op(init, total));
-}
-)";
-  return s;
-}
-
-// The options of every compile in a reduce build: the user's include directories and
-// options, C++17, the toolkit's CCCL and CUDA headers.
-CompileOptions compile_options(const ReduceSpec& spec) {
+// The options of the generated kernel's compile: the user's include directories and
+// options, C++17. No toolkit include directory: the source includes nothing, and a compile
+// that can read no file needs no header manifest in the cache.
+CompileOptions kernel_options(const ReduceSpec& spec) {
   CompileOptions options;
   options.arch = spec.arch;
   options.target = CompileTarget::ltoir;
   options.include_paths = spec.config.include_dirs;
-  options.include_paths.push_back(toolkit::cccl_dir().string());
-  options.include_paths.push_back(toolkit::include_dir().string());
   options.options.push_back("-std=c++17");
-  if (spec.config.precompiled_header) options.options.push_back("-pch");
   options.options.insert(options.options.end(), spec.config.nvrtc_options.begin(),
                          spec.config.nvrtc_options.end());
+  return options;
+}
+
+// The options of a CUDA C++ operator's compile: the kernel's, the toolkit's CCCL and CUDA
+// headers (an operator may include them) and, if configured, the precompiled header.
+CompileOptions operator_options(const ReduceSpec& spec) {
+  CompileOptions options = kernel_options(spec);
+  options.include_paths.push_back(toolkit::cccl_dir().string());
+  options.include_paths.push_back(toolkit::include_dir().string());
+  if (spec.config.precompiled_header) options.options.insert(options.options.begin() + 1, "-pch");
   return options;
 }
 
@@ -206,11 +284,18 @@ int multiprocessors() {
   return count;
 }
 
-std::uint64_t grid_for(std::uint64_t n) {
-  const std::uint64_t tile = std::uint64_t{block_size} * items_per_thread;
-  const std::uint64_t tiles = (n + tile - 1) / tile;
+std::uint64_t tiles_grid(std::uint64_t n) {
+  const std::uint64_t tiles = (n + tile_items - 1) / tile_items;
   const std::uint64_t most = std::uint64_t(multiprocessors()) * blocks_per_multiprocessor;
   return std::min(tiles, most);
+}
+
+// The cubin's kernels, loaded where a device is present.
+void load(ReduceBuild& build) {
+  if (!has_device()) return;
+  build.module = Module::shared(build.code, build.key);
+  build.tiles.emplace(build.module->kernel(build.tiles_kernel));
+  build.final.emplace(build.module->kernel(build.final_kernel));
 }
 
 }  // namespace
@@ -277,7 +362,7 @@ std::string Operator::describe() const {
 
 KernelCompile kernel_compile(const ReduceSpec& spec) {
   return KernelCompile{Program(generate_source(spec, operator_declaration(spec)), "cujit_reduce.cu"),
-                       compile_options(spec)};
+                       kernel_options(spec)};
 }
 
 LinkOptions link_options(const ReduceSpec& spec) {
@@ -285,11 +370,15 @@ LinkOptions link_options(const ReduceSpec& spec) {
   link.arch = spec.arch;
   link.lto = true;
   link.backend = LinkerBackend::nvjitlink;
-  link.compile = compile_options(spec);
+  link.compile = operator_options(spec);
+  link.nvjitlink_options = {drop_unread_variables};
   return link;
 }
 
-ReduceBuild build_reduce(const ReduceSpec& spec, BuildCache& cache) {
+namespace {
+
+// The cubin of a spec (the link key names it), without a device.
+ReduceBuild link_reduce(const ReduceSpec& spec, BuildCache& cache) {
   check_value_type(spec.input, "input");
   check_value_type(spec.output, "output");
   check_value_type(spec.accumulator, "accumulator");
@@ -299,29 +388,38 @@ ReduceBuild build_reduce(const ReduceSpec& spec, BuildCache& cache) {
   linker.add(compile_cached(kernel.program, kernel.options, cache).result.code);
   if (op) linker.add(*op);
   CachedLink linked = linker.link_cached();
-  ReduceBuild build{std::move(linked.result.code),
-                    tiles_kernel_name,
-                    final_kernel_name,
-                    spec.accumulator.size(),
-                    spec.input.size(),
-                    spec.output.size(),
-                    block_size,
-                    items_per_thread,
-                    linked.source,
-                    std::move(linked.key),
-                    nullptr,
-                    std::nullopt,
-                    std::nullopt};
-  if (has_device()) {
-    build.module = Module::shared(build.code, build.key);
-    build.tiles.emplace(build.module->kernel(build.tiles_kernel));
-    build.final.emplace(build.module->kernel(build.final_kernel));
-  }
+  return ReduceBuild{.code = std::move(linked.result.code),
+                     .tiles_kernel = tiles_kernel_name,
+                     .final_kernel = final_kernel_name,
+                     .single_pass_limit = single_pass_tiles * tile_items,
+                     .accumulator_size = spec.accumulator.size(),
+                     .input_size = spec.input.size(),
+                     .output_size = spec.output.size(),
+                     .block_size = block_size,
+                     .items_per_thread = items_per_thread,
+                     .source = linked.source,
+                     .key = std::move(linked.key),
+                     .module = nullptr,
+                     .tiles = std::nullopt,
+                     .final = std::nullopt};
+}
+
+}  // namespace
+
+ReduceBuild build_reduce(const ReduceSpec& spec, BuildCache& cache) {
+  ReduceBuild build = link_reduce(spec, cache);
+  load(build);
   return build;
 }
 
+Launch launch_for(const ReduceBuild& build, std::uint64_t n) {
+  if (n <= build.single_pass_limit) return Launch{true, 1};
+  return Launch{false, tiles_grid(n)};
+}
+
 std::size_t temp_bytes(const ReduceBuild& build, std::uint64_t n) {
-  return static_cast<std::size_t>(std::max<std::uint64_t>(grid_for(n), 1)) * build.accumulator_size;
+  const Launch launch = launch_for(build, n);
+  return launch.single_pass ? 0 : static_cast<std::size_t>(launch.blocks) * build.accumulator_size;
 }
 
 void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uint64_t n,
@@ -336,8 +434,19 @@ void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uin
                 "init is " + std::to_string(init.bytes.size()) + " bytes; the accumulator is " +
                     std::to_string(build.accumulator_size));
   }
-  const std::uint64_t grid = grid_for(n);
-  const std::size_t needed = temp_bytes(build, n);
+  const KernelArg init_arg{init.bytes.data(), init.bytes.size()};
+  const unsigned long long count = n;
+  LaunchConfig one_block;
+  one_block.block.x = build.block_size;
+  one_block.stream = stream;
+  const Launch launch = launch_for(build, n);
+  if (launch.single_pass) {
+    const DevicePtr no_partials = 0;
+    const std::vector<KernelArg> args{arg(in), arg(count), arg(no_partials), arg(out), init_arg};
+    build.tiles->launch(one_block, args);
+    return;
+  }
+  const std::size_t needed = static_cast<std::size_t>(launch.blocks) * build.accumulator_size;
   std::optional<DeviceBuffer> owned;
   if (temp == 0) {
     owned.emplace(needed);
@@ -347,21 +456,11 @@ void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uin
                 "temporary storage of " + std::to_string(temp_size) + " bytes; " +
                     std::to_string(n) + " items need " + std::to_string(needed));
   }
-  if (n > 0) {
-    LaunchConfig tiles;
-    tiles.grid.x = static_cast<unsigned>(grid);
-    tiles.block.x = build.block_size;
-    tiles.stream = stream;
-    const unsigned long long count = n;
-    (*build.tiles)(tiles, in, count, temp);
-  }
-  LaunchConfig final;
-  final.block.x = build.block_size;
-  final.stream = stream;
-  const auto partials = static_cast<unsigned>(grid);
-  const std::vector<KernelArg> args{arg(temp), arg(partials), arg(out),
-                                    KernelArg{init.bytes.data(), init.bytes.size()}};
-  build.final->launch(final, args);
+  LaunchConfig grid = one_block;
+  grid.grid.x = static_cast<unsigned>(launch.blocks);
+  build.tiles->launch(grid, std::vector<KernelArg>{arg(in), arg(count), arg(temp), arg(out), init_arg});
+  const auto partials = static_cast<unsigned>(launch.blocks);
+  build.final->launch(one_block, std::vector<KernelArg>{arg(temp), arg(partials), arg(out), init_arg});
   // Owned storage is freed when this returns: the work using it must be done by then.
   if (owned) synchronize(stream);
 }
