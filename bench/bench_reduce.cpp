@@ -1,24 +1,27 @@
 // The reduce: its build and its cache, and reduce_into throughput.
 //
 // reduce_build (host time, no GPU needed): cold (a fresh NVRTC program without the
-// precompiled header, cache off), pch_warm (a second type, float64, once an int32 build has
-// created NVRTC's precompiled header; cache off), memory_hit, disk_hit (a fresh cache object
+// precompiled header, cache off), pch_warm (a second type, float64, in a process that has
+// built int32 with the precompiled header on; cache off: the generated kernel includes no
+// header, so this is the second build's own cost), memory_hit, disk_hit (a fresh cache object
 // over a prepared directory, in this process) and disk_hit_new_process (the executable
 // spawned again, which creates its CUDA context, then times one build from the disk tier).
 //
-// reduce_into (needs a device): throughput against its floors, CUB's DeviceReduce compiled
-// ahead of time by nvcc and the GPU's measured copy bandwidth (a device-to-device copy,
-// bytes read plus written). GPU time from the CUPTI activity records (kernels, memcpy) each
+// reduce_into (needs a device): int32 and float64 sums, n = 1 .. 2^28, against their floors,
+// CUB's DeviceReduce compiled ahead of time by nvcc for the same type and the GPU's
+// measured copy bandwidth (a device-to-device copy, bytes read plus written). GPU time from the CUPTI activity records (kernels, memcpy) each
 // iteration's own calls issued, correlated by id and flushed once per repetition
 // (support/cupti_timer.hpp), set with UseManualTime; GB/s in the counters. Warm-up: one
 // untimed run per benchmark. CUPTI is attached from the first reduce_into benchmark on,
 // for cujit and both floors alike; the reduce_build families run before it.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "aot/cub_reduce.hpp"
 #include "cujit/device.hpp"
@@ -126,11 +129,16 @@ void timed(benchmark::State& state, const std::function<void()>& work, WindowExp
   time_on_gpu(state, GpuMetric::busy, expected, work);
 }
 
+// A device input of n items (at least one allocated), every byte 1: a finite value of
+// every type, so float sums time like any other data.
 struct Input {
   std::uint64_t n;
   DeviceBuffer in;
   DeviceBuffer out{16};
-  explicit Input(std::uint64_t count) : n(count), in(count * sizeof(int)) { in.fill_bytes(1); }
+  Input(std::uint64_t count, std::size_t item_size)
+      : n(count), in(std::max<std::uint64_t>(count, 1) * item_size) {
+    in.fill_bytes(1);
+  }
 };
 
 void report(benchmark::State& state, std::uint64_t bytes) {
@@ -139,32 +147,49 @@ void report(benchmark::State& state, std::uint64_t bytes) {
                                                   benchmark::Counter::kIsRate);
 }
 
+// The element types compared with CUB: T on the AOT side, its cujit name on the JIT side.
+template <class T>
+struct Element;
+template <>
+struct Element<int> {
+  static constexpr const char* name = "int32";
+};
+template <>
+struct Element<double> {
+  static constexpr const char* name = "float64";
+};
+
+template <class T>
 void cujit_reduce(benchmark::State& state) {
-  Input input(static_cast<std::uint64_t>(state.range(0)));
+  Input input(static_cast<std::uint64_t>(state.range(0)), sizeof(T));
   reduce::ReduceSpec spec;
+  spec.input = spec.output = spec.accumulator = Type::parse(Element<T>::name);
   spec.arch = Arch::of_device(0);
   const reduce::ReduceBuild build = reduce::build_reduce(spec);
-  DeviceBuffer temp(reduce::temp_bytes(build, input.n));
+  // A single pass needs none; at least one byte so that the buffer exists.
+  DeviceBuffer temp(std::max<std::size_t>(reduce::temp_bytes(build, input.n), 1));
+  const ArgValue zero = arg_value(T{0});
   timed(state, [&] {
-    reduce::reduce_into(build, input.in.ptr(), input.out.ptr(), input.n, arg_value(0), nullptr,
-                        temp.ptr(), temp.size());
+    reduce::reduce_into(build, input.in.ptr(), input.out.ptr(), input.n, zero, nullptr, temp.ptr(),
+                        temp.size());
     synchronize(nullptr);
   });
-  report(state, input.n * sizeof(int));
+  report(state, input.n * sizeof(T));
 }
 
+template <class T>
 void aot_cub(benchmark::State& state) {
-  Input input(static_cast<std::uint64_t>(state.range(0)));
-  DeviceBuffer temp(aot_cub_sum_temp_bytes(input.n) + 16);
+  Input input(static_cast<std::uint64_t>(state.range(0)), sizeof(T));
+  DeviceBuffer temp(aot_cub_sum_temp_bytes<T>(input.n) + 16);
   auto run = [&] {
-    const int status = aot_cub_sum(reinterpret_cast<void*>(temp.ptr()), temp.size(),
-                                   reinterpret_cast<const int*>(input.in.ptr()),
-                                   reinterpret_cast<int*>(input.out.ptr()), input.n, nullptr);
+    const int status = aot_cub_sum<T>(reinterpret_cast<void*>(temp.ptr()), temp.size(),
+                                      reinterpret_cast<const T*>(input.in.ptr()),
+                                      reinterpret_cast<T*>(input.out.ptr()), input.n, nullptr);
     if (status != 0) state.SkipWithError("cub::DeviceReduce::Sum failed");
     synchronize(nullptr);
   };
   timed(state, run);
-  report(state, input.n * sizeof(int));
+  report(state, input.n * sizeof(T));
 }
 
 void copy_bandwidth(benchmark::State& state) {
@@ -180,21 +205,36 @@ void copy_bandwidth(benchmark::State& state) {
   report(state, 2 * bytes);  // read and written
 }
 
+// Sizes: 1 and 2^10 (one kernel on both sides: launch cost), 2^13 (cujit's single-pass
+// limit, where CUB already runs two passes), 2^16, 2^18 (two passes, part of a wave), and
+// 2^22 .. 2^28 (bandwidth). The copy floor runs for the sizes whose bytes it can match.
+// Quick mode (CI on a CPU, where these skip; a smoke run on a GPU) keeps four sizes.
+template <class T>
+void register_type(int iterations, int reps) {
+  const std::vector<int64_t> full{0, 10, 13, 16, 18, 22, 26, 28};
+  const std::vector<int64_t> brief{0, 10, 16, 22};
+  const std::string type = std::string(Element<T>::name) + "_sum";
+  for (int64_t log2n : quick() ? brief : full) {
+    const int64_t n = int64_t{1} << log2n;
+    benchmark::RegisterBenchmark(("cujit/reduce_into/" + type).c_str(), cujit_reduce<T>)
+        ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+    benchmark::RegisterBenchmark(("aot/cub_device_reduce/" + type).c_str(), aot_cub<T>)
+        ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+    if (sizeof(T) == sizeof(int) && log2n >= 10) {
+      benchmark::RegisterBenchmark("raw/copy_bandwidth/int32", copy_bandwidth)
+          ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+    }
+  }
+}
+
 void register_throughput() {
   if (skip_without_device("reduce_into")) return;
+  // Fixed iterations: manual (GPU) time of microseconds would otherwise make Google
+  // Benchmark run CUPTI flush cycles until half a second of GPU time adds up.
+  const int iterations = quick() ? 5 : 30;
   const int reps = repetitions(5);
-  for (int64_t log2n : {10, 14, 18, 22, 26, 28}) {
-    const int64_t n = int64_t{1} << log2n;
-    // Fixed iterations: manual (GPU) time of microseconds would otherwise make Google
-    // Benchmark run CUPTI flush cycles until half a second of GPU time adds up.
-    const int iterations = quick() ? 5 : 30;
-    benchmark::RegisterBenchmark("cujit/reduce_into/int32_sum", cujit_reduce)
-        ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
-    benchmark::RegisterBenchmark("aot/cub_device_reduce/int32_sum", aot_cub)
-        ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
-    benchmark::RegisterBenchmark("raw/copy_bandwidth/int32", copy_bandwidth)
-        ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
-  }
+  register_type<int>(iterations, reps);
+  register_type<double>(iterations, reps);
 }
 
 void register_all() {
