@@ -49,7 +49,7 @@ Operator numba_min() {
 
 // ---- CPU -----------------------------------------------------------------------------
 
-TEST(ReduceBuild, ToCubinWithoutAGpu) {
+TEST(ReduceBuild, ToCubinWithoutADevice) {
   const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32"));
   EXPECT_EQ(detect_format(build.code.bytes()), Format::cubin);
   EXPECT_NE(build.code.bytes().find(build.tiles_kernel), std::string::npos);
