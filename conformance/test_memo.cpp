@@ -5,6 +5,7 @@
 
 #include "cujit/kernel_builder.hpp"
 #include "cujit/nrt.hpp"
+#include "cujit/reduce.hpp"
 #include "cujit/vendor_time.hpp"
 #include "support/cache_helpers.hpp"
 #include "support/fixtures.hpp"
@@ -200,6 +201,63 @@ TEST(KernelBuilderMemo, AFailedLinkIsNotMemorized) {
   EXPECT_THROW((void)builder.link_shared(), Error);
   EXPECT_EQ(cache.stats().memo_entries, 0u);
   EXPECT_THROW((void)builder.link_shared(), Error);
+}
+
+// ---- reduce::build_reduce ---------------------------------------------------------------
+
+reduce::ReduceSpec reduce_spec(const std::string& type,
+                               reduce::Operator op = reduce::Operator::builtin(reduce::Builtin::sum)) {
+  reduce::ReduceSpec spec;
+  spec.input = spec.output = spec.accumulator = Type::parse(type);
+  spec.op = std::move(op);
+  spec.arch = Arch::parse("sm_90");
+  return spec;
+}
+
+TEST(ReduceMemo, TheSameSpecGetsTheSameObject) {
+  BuildCache cache(memory_config());
+  const auto first = reduce::build_reduce_shared(reduce_spec("int32"), cache);
+  EXPECT_EQ(reduce::build_reduce_shared(reduce_spec("int32"), cache).get(), first.get());
+  const reduce::ReduceBuild copy = reduce::build_reduce(reduce_spec("int32"), cache);
+  EXPECT_EQ(copy.source, CacheSource::memo);
+  EXPECT_EQ(copy.code.bytes(), first->code.bytes());
+}
+
+TEST(ReduceMemo, EveryFieldOfTheSpecIsPartOfThePreKey) {
+  BuildCache cache(memory_config());
+  const auto base = reduce::build_reduce_shared(reduce_spec("int32"), cache);
+  EXPECT_NE(reduce::build_reduce_shared(reduce_spec("int64"), cache).get(), base.get()) << "the types";
+  EXPECT_NE(reduce::build_reduce_shared(reduce_spec("int32", reduce::Operator::builtin(reduce::Builtin::max)), cache).get(),
+            base.get()) << "the operator";
+  reduce::ReduceSpec other_arch = reduce_spec("int32");
+  other_arch.arch = Arch::parse("sm_90a");
+  EXPECT_NE(reduce::build_reduce_shared(other_arch, cache).get(), base.get()) << "the architecture";
+  reduce::ReduceSpec option = reduce_spec("int32");
+  option.config.nvrtc_options = {"-DUNUSED=1"};
+  EXPECT_NE(reduce::build_reduce_shared(option, cache).get(), base.get()) << "an NVRTC option";
+  abi::DeviceFunction max;
+  max.name = "max_i32";
+  max.signature = Signature::parse("int32(int32, int32)");
+  max.param_names = {"a", "b"};
+  max.body = "return a < b ? b : a;";
+  const auto with_max = reduce::build_reduce_shared(reduce_spec("int32", reduce::Operator::device_function(max)), cache);
+  max.body = "return b < a ? a : b;";
+  EXPECT_NE(reduce::build_reduce_shared(reduce_spec("int32", reduce::Operator::device_function(max)), cache).get(),
+            with_max.get()) << "a device function's body";
+}
+
+TEST(ReduceMemo, SpecsThatReadFilesAreNotMemorized) {
+  test::TempDir dir;
+  BuildCache cache(memory_config());
+  reduce::ReduceSpec with_dirs = reduce_spec("int32");
+  with_dirs.config.include_dirs = {dir.path().string()};
+  (void)reduce::build_reduce_shared(with_dirs, cache);
+  const reduce::ReduceSpec source_op = reduce_spec(
+      "int32", reduce::Operator::cuda_source("extern \"C\" __device__ int add_i32(int a, int b) { return a + b; }\n",
+                                             "add_i32"));
+  (void)reduce::build_reduce_shared(source_op, cache);
+  EXPECT_EQ(cache.stats().memo_entries, 0u);
+  EXPECT_EQ(reduce::build_reduce(with_dirs, cache).source, CacheSource::memory);
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ TEST(ReduceBuild, ToCubinWithoutADevice) {
   EXPECT_EQ(build.accumulator_size, 4u);
   EXPECT_EQ(build.key.size(), 64u);
   const reduce::ReduceBuild again = reduce::build_reduce(spec_for("int32"));
-  EXPECT_EQ(again.source, CacheSource::memory);
+  EXPECT_EQ(again.source, CacheSource::memo);
   EXPECT_EQ(again.code.bytes(), build.code.bytes());
 }
 

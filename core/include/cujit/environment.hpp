@@ -9,6 +9,10 @@
 //   CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES   byte counts
 //   CUJIT_CUDA_INCLUDE path    the toolkit's include directory (CUB, CCCL)
 //   CUJIT_NVRTC_LIBRARY absolute path   the libnvrtc file loaded on first use
+//   CUJIT_NVJITLINK_LIBRARY absolute path   the libnvJitLink file loaded on first use
+//   CUJIT_CACHE_REMOTE redis://...   the Redis tier (CUJIT_CACHE_REMOTE_TIMEOUT_MS,
+//                      CUJIT_CACHE_REMOTE_LOCK_MS, CUJIT_CACHE_REMOTE_TTL)
+//   CUJIT_CACHE_LOCK_TIMEOUT seconds   waiting on another process's build of one key
 //   CUJIT_REQUIRE_GPU  flag    GPU tests fail instead of skipping without a device
 
 #include <cstdint>

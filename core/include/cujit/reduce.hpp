@@ -100,6 +100,13 @@ struct ReduceBuild {
 // Throws Error(usage) for unsupported types or an operator whose signature is not
 // acc(acc, acc), Error(compile/link) with logs otherwise.
 ReduceBuild build_reduce(const ReduceSpec& spec, BuildCache& cache = BuildCache::global());
+// The same, shared: a spec built before through the same cache (in the same context) is
+// recalled from the cache's memo, the very object, with no key hashed and nothing decoded
+// or copied. Specs with include directories or a CUDA C++ operator are not memorized (their
+// headers on disk can change); they still hit the cache's tiers. build_reduce() returns a
+// copy of it, with source CacheSource::memo when it was recalled.
+std::shared_ptr<const ReduceBuild> build_reduce_shared(const ReduceSpec& spec,
+                                                       BuildCache& cache = BuildCache::global());
 
 // The generated kernel of a spec as a program and its compile options (pure): what
 // build_reduce compiles (to LTO-IR, through compile_cached) before it links the operator.

@@ -1,5 +1,6 @@
 #include "cujit/reduce.hpp"
 
+#include "cujit/cache_key.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
 #include "cujit/program.hpp"
@@ -404,12 +405,80 @@ ReduceBuild link_reduce(const ReduceSpec& spec, BuildCache& cache) {
                      .final = std::nullopt};
 }
 
+void add_field(std::string& key, std::string_view field) {
+  key += std::to_string(field.size());
+  key += ':';
+  key += field;
+}
+
+// The memo's pre-key of a spec (BuildCache::recall): every field of the spec, by value, plus
+// the context the kernels are loaded into; built from short strings, so a recall costs no
+// digest (a foreign operator's code, given as bytes, is named by its SHA-256). Empty when
+// the build reads files that can change while the process runs (include directories, a
+// CUDA C++ operator's own includes): such specs go through the cache's keyed tiers.
+std::string memo_key(const ReduceSpec& spec) {
+  const Operator& op = spec.op;
+  if (!spec.config.include_dirs.empty() || op.kind() == Operator::Kind::cuda_source) return {};
+  std::string key = "reduce:";
+  add_field(key, spec.input.str());
+  add_field(key, spec.output.str());
+  add_field(key, spec.accumulator.str());
+  add_field(key, spec.arch.sm());
+  add_field(key, spec.config.precompiled_header ? "pch" : "no-pch");
+  for (const std::string& option : spec.config.nvrtc_options) add_field(key, option);
+  add_field(key, "op");
+  add_field(key, std::to_string(static_cast<int>(op.kind())));
+  add_field(key, op.name());
+  if (const auto& function = Access::function(op)) {
+    add_field(key, function->module);
+    add_field(key, function->signature.str());
+    for (const std::string& name : function->param_names) add_field(key, name);
+    add_field(key, function->body);
+    add_field(key, function->kernel ? "kernel" : "device");
+  }
+  if (const auto& code = Access::code(op)) {
+    add_field(key, to_string(code->format()));
+    add_field(key, code->name());
+    add_field(key, sha256_hex(code->bytes()));
+  }
+  if (const auto& signature = Access::signature(op)) add_field(key, signature->str());
+  // Loaded kernels belong to a context.
+  if (has_device()) {
+    detail::ensure_context();
+    CUcontext context = nullptr;
+    detail::check(detail::driver().cuCtxGetCurrent(&context), "cuCtxGetCurrent", "querying the current context");
+    add_field(key, std::to_string(reinterpret_cast<std::uintptr_t>(context)));
+  }
+  return key;
+}
+
+std::shared_ptr<const ReduceBuild> memorized_build(const ReduceSpec& spec, BuildCache& cache, CacheSource& from) {
+  const std::string pre_key = memo_key(spec);
+  if (!pre_key.empty()) {
+    if (std::shared_ptr<const ReduceBuild> memorized = cache.recall<ReduceBuild>(pre_key)) {
+      from = CacheSource::memo;
+      return memorized;
+    }
+  }
+  auto build = std::make_shared<ReduceBuild>(link_reduce(spec, cache));
+  load(*build);
+  from = build->source;
+  if (!pre_key.empty()) cache.memorize<ReduceBuild>(pre_key, build, build->code.bytes().size());
+  return build;
+}
+
 }  // namespace
 
+std::shared_ptr<const ReduceBuild> build_reduce_shared(const ReduceSpec& spec, BuildCache& cache) {
+  CacheSource from = CacheSource::built;
+  return memorized_build(spec, cache, from);
+}
+
 ReduceBuild build_reduce(const ReduceSpec& spec, BuildCache& cache) {
-  ReduceBuild build = link_reduce(spec, cache);
-  load(build);
-  return build;
+  CacheSource from = CacheSource::built;
+  ReduceBuild copy = *memorized_build(spec, cache, from);
+  copy.source = from;
+  return copy;
 }
 
 Launch launch_for(const ReduceBuild& build, std::uint64_t n) {
