@@ -39,6 +39,7 @@ std::string toolkit_identity() {
   return identity;
 }
 
+#if CUJIT_HAVE_HIREDIS
 // Names this holder of a fleet lock uniquely: host, process and a random number.
 std::string new_token() {
   char host[256] = {};
@@ -47,6 +48,7 @@ std::string new_token() {
   return std::string(host) + ":" + std::to_string(::getpid()) + ":" + std::to_string(random()) +
          std::to_string(random());
 }
+#endif
 
 }  // namespace
 
