@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 export PATH="${CUDAToolkit_ROOT:-/usr/local/cuda}/bin:$PATH"
 out=${OUT:-cujit-out/gpu}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: ctest and cujit take it from other directories
 jobs=$(nproc 2>/dev/null || echo 8)
 slots=${CUJIT_GPU_SLOTS:-4}
 
@@ -31,17 +32,17 @@ cmake --preset gpu > "$out/configure.log" 2>&1 || { cat "$out/configure.log"; ex
 cmake --build --preset gpu -j"$jobs" > "$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 2; }
 build/gpu/cli/cujit info 2>&1 | tee -a "$out/machine.txt"
 
-spec=$(pwd)/$out/resource-spec.json
+spec=$out/resource-spec.json
 build/gpu/cli/cujit resource-spec --slots-per-gpu "$slots" --out "$spec" 2>&1 | tee "$out/resource-spec.log" \
   || { echo "cujit resource-spec failed (CUJIT_GPU_SLOTS=$slots)"; exit 2; }
 gpus=$(grep -c '"id"' "$spec")
 if [ "$gpus" -gt 0 ]; then
   echo "== gpu label on $gpus GPU(s), $slots test(s) per GPU at once"
   ctest --preset gpu -j$((gpus * slots)) --resource-spec-file "$spec" \
-    --output-junit "$(pwd)/$out/gpu-junit.xml" > "$out/gpu-tests.log" 2>&1
+    --output-junit "$out/gpu-junit.xml" > "$out/gpu-tests.log" 2>&1
 else
   echo "== gpu label without a resource spec: no device to give the tests"
-  ctest --preset gpu -j"$slots" --output-junit "$(pwd)/$out/gpu-junit.xml" > "$out/gpu-tests.log" 2>&1
+  ctest --preset gpu -j"$slots" --output-junit "$out/gpu-junit.xml" > "$out/gpu-tests.log" 2>&1
 fi
 gpu_status=$?
 # Every test's output, passing ones included: which device each GPU test process used.
