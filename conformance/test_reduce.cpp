@@ -358,7 +358,7 @@ TEST(GpuReduceCache, CachedBuildsGiveTheSameResultsAsAFreshOne) {
   };
   BuildCache first(config);
   const long double fresh = run(first, CacheSource::built);
-  EXPECT_EQ(run(first, CacheSource::memory), fresh);
+  EXPECT_EQ(run(first, CacheSource::memo), fresh);
   BuildCache second(config);
   EXPECT_EQ(run(second, CacheSource::disk), fresh);
   EXPECT_EQ(fresh, test::reference(int32, Builtin::sum, n, 3).value);

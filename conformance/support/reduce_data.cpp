@@ -142,6 +142,10 @@ long double read_result(const Type& type, DevicePtr out) {
   unsigned char bytes[8] = {};
   copy_to_host(bytes, out, type.size());
   switch (type.scalar) {
+    case Scalar::int8: { std::int8_t v; std::memcpy(&v, bytes, 1); return v; }
+    case Scalar::int16: { std::int16_t v; std::memcpy(&v, bytes, 2); return v; }
+    case Scalar::uint8: { std::uint8_t v; std::memcpy(&v, bytes, 1); return v; }
+    case Scalar::uint16: { std::uint16_t v; std::memcpy(&v, bytes, 2); return v; }
     case Scalar::int32: { std::int32_t v; std::memcpy(&v, bytes, 4); return v; }
     case Scalar::int64: { std::int64_t v; std::memcpy(&v, bytes, 8); return static_cast<long double>(v); }
     case Scalar::uint32: { std::uint32_t v; std::memcpy(&v, bytes, 4); return v; }
