@@ -1,7 +1,6 @@
 #pragma once
-// Independent pieces of work run side by side: each CUDA C++ input of a build compiles on
-// its own thread (NVRTC is thread-safe per program), so k inputs take about the time of the
-// slowest instead of the sum.
+// Independent pieces of work run side by side on threads (link/compile_sources.hpp uses it
+// for the CUDA C++ inputs of one build).
 
 #include <cstddef>
 #include <functional>
