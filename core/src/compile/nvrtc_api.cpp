@@ -5,58 +5,27 @@
 namespace cujit::detail {
 namespace {
 
-constexpr VendorLibrarySpec spec{"NVRTC", "CUJIT_NVRTC_LIBRARY", CUJIT_NVRTC_DEFAULT_LIBRARY, CUJIT_NVRTC_SONAME,
-                                 "libnvrtc-builtins"};
-
-struct LoadedNvrtc {
-  NvrtcApi api;
-  std::optional<Error> failure;  // thrown by every nvrtc() call when set
-};
-
-const LibraryRequest& request() {
-  static const LibraryRequest chosen = choose_library(spec);
-  return chosen;
-}
-
-LoadedNvrtc load_nvrtc() {
-  LoadedNvrtc loaded;
-  LibraryRequest wanted;
-  try {
-    wanted = request();
-  } catch (const Error& error) {
-    loaded.failure = error;
-    return loaded;
-  }
-  // Loading maps and relocates NVRTC and runs its constructors: NVRTC's time, not cujit's.
-  const VendorCallScope scope(VendorLibrary::nvrtc);
-  OpenedLibrary library = open_library(spec, wanted);
+LazyLibrary<NvrtcApi>& library() {
+  static LazyLibrary<NvrtcApi> nvrtc_library(
+      {"NVRTC", "CUJIT_NVRTC_LIBRARY", CUJIT_NVRTC_DEFAULT_LIBRARY, CUJIT_NVRTC_SONAME, "libnvrtc-builtins"},
+      VendorLibrary::nvrtc,
+      [](NvrtcApi& api, OpenedLibrary& opened, const VendorLibrarySpec& spec, const LibraryRequest& request) {
 #define CUJIT_RESOLVE_NVRTC_MEMBER(fn) \
-  loaded.api.fn.function = reinterpret_cast<decltype(&::fn)>(library.symbol(spec, wanted, #fn));
-  CUJIT_NVRTC_FUNCTIONS(CUJIT_RESOLVE_NVRTC_MEMBER)
+  api.fn.function = reinterpret_cast<decltype(&::fn)>(opened.symbol(spec, request, #fn));
+        CUJIT_NVRTC_FUNCTIONS(CUJIT_RESOLVE_NVRTC_MEMBER)
 #undef CUJIT_RESOLVE_NVRTC_MEMBER
-  loaded.failure = library.failure;
-  return loaded;
-}
-
-const LoadedNvrtc& loaded_nvrtc() {
-  static const LoadedNvrtc loaded = load_nvrtc();
-  return loaded;
+      });
+  return nvrtc_library;
 }
 
 }  // namespace
 
-const std::string& nvrtc_library_request() { return request().path; }
-
-const NvrtcApi& nvrtc() {
-  const LoadedNvrtc& loaded = loaded_nvrtc();
-  if (loaded.failure) throw *loaded.failure;
-  return loaded.api;
-}
+const NvrtcApi& nvrtc() { return library().api(); }
 
 std::string nvrtc_library_identity() {
-  if (std::string identity = requested_file_identity(spec, request()); !identity.empty()) return identity;
   // A soname, or a path that names nothing: the loader decides (and explains a failure).
-  return loaded_library_identity(spec, reinterpret_cast<const void*>(nvrtc().nvrtcCompileProgram.function));
+  return library().identity(
+      [](const NvrtcApi& api) { return reinterpret_cast<const void*>(api.nvrtcCompileProgram.function); });
 }
 
 }  // namespace cujit::detail

@@ -27,12 +27,6 @@ struct NvrtcApi {
 #undef CUJIT_DECLARE_NVRTC_MEMBER
 };
 
-// What the loader opens, decided once per process: CUJIT_NVRTC_LIBRARY when set (an
-// absolute path; anything else is Error(usage) naming the variable), else the library the
-// build found (libnvrtc.so.<major> in its directory) when that file exists, else the soname
-// for the dynamic loader's own search.
-const std::string& nvrtc_library_request();
-
 // The table, loaded on the first call (once per process, thread-safe; RTLD_NOW |
 // RTLD_LOCAL, never unloaded). A library that cannot be loaded or lacks a function is
 // Error(unsupported) from "NVRTC (dlopen)" / "NVRTC (dlsym)" naming the path tried and

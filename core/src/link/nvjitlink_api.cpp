@@ -5,54 +5,26 @@
 namespace cujit::detail {
 namespace {
 
-constexpr VendorLibrarySpec spec{"nvJitLink", "CUJIT_NVJITLINK_LIBRARY", CUJIT_NVJITLINK_DEFAULT_LIBRARY,
-                                 CUJIT_NVJITLINK_SONAME, nullptr};
-
-struct LoadedNvJitLink {
-  NvJitLinkApi api;
-  std::optional<Error> failure;  // thrown by every nvjitlink() call when set
-};
-
-const LibraryRequest& request() {
-  static const LibraryRequest chosen = choose_library(spec);
-  return chosen;
-}
-
-LoadedNvJitLink load_nvjitlink() {
-  LoadedNvJitLink loaded;
-  LibraryRequest wanted;
-  try {
-    wanted = request();
-  } catch (const Error& error) {
-    loaded.failure = error;
-    return loaded;
-  }
-  const VendorCallScope scope(VendorLibrary::nvjitlink);
-  OpenedLibrary library = open_library(spec, wanted);
+LazyLibrary<NvJitLinkApi>& library() {
+  static LazyLibrary<NvJitLinkApi> nvjitlink_library(
+      {"nvJitLink", "CUJIT_NVJITLINK_LIBRARY", CUJIT_NVJITLINK_DEFAULT_LIBRARY, CUJIT_NVJITLINK_SONAME, nullptr},
+      VendorLibrary::nvjitlink,
+      [](NvJitLinkApi& api, OpenedLibrary& opened, const VendorLibrarySpec& spec, const LibraryRequest& request) {
 #define CUJIT_RESOLVE_NVJITLINK_MEMBER(fn, exported) \
-  loaded.api.fn.function = reinterpret_cast<decltype(&::exported)>(library.symbol(spec, wanted, #exported));
-  CUJIT_NVJITLINK_FUNCTIONS(CUJIT_RESOLVE_NVJITLINK_MEMBER)
+  api.fn.function = reinterpret_cast<decltype(&::exported)>(opened.symbol(spec, request, #exported));
+        CUJIT_NVJITLINK_FUNCTIONS(CUJIT_RESOLVE_NVJITLINK_MEMBER)
 #undef CUJIT_RESOLVE_NVJITLINK_MEMBER
-  loaded.failure = library.failure;
-  return loaded;
-}
-
-const LoadedNvJitLink& loaded_nvjitlink() {
-  static const LoadedNvJitLink loaded = load_nvjitlink();
-  return loaded;
+      });
+  return nvjitlink_library;
 }
 
 }  // namespace
 
-const NvJitLinkApi& nvjitlink() {
-  const LoadedNvJitLink& loaded = loaded_nvjitlink();
-  if (loaded.failure) throw *loaded.failure;
-  return loaded.api;
-}
+const NvJitLinkApi& nvjitlink() { return library().api(); }
 
 std::string nvjitlink_library_identity() {
-  if (std::string identity = requested_file_identity(spec, request()); !identity.empty()) return identity;
-  return loaded_library_identity(spec, reinterpret_cast<const void*>(nvjitlink().nvJitLinkVersion.function));
+  return library().identity(
+      [](const NvJitLinkApi& api) { return reinterpret_cast<const void*>(api.nvJitLinkVersion.function); });
 }
 
 }  // namespace cujit::detail

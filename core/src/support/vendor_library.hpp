@@ -5,11 +5,13 @@
 // lives with its users (compile/nvrtc_api.hpp, link/nvjitlink_api.hpp); what is common to
 // choosing, opening and naming the file is here.
 
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cujit/error.hpp"
+#include "support/vendor_call.hpp"
 
 namespace cujit::detail {
 
@@ -51,5 +53,61 @@ OpenedLibrary open_library(const VendorLibrarySpec& spec, const LibraryRequest& 
 std::string requested_file_identity(const VendorLibrarySpec& spec, const LibraryRequest& request);
 // The identity of the loaded library holding `symbol`, siblings after it.
 std::string loaded_library_identity(const VendorLibrarySpec& spec, const void* symbol);
+
+// One library's table of entries (Api), loaded on the first api() call: once per process,
+// thread-safe, never unloaded. `resolve` fills the table from the opened library. A library
+// that cannot be loaded or lacks a function makes every api() call throw the same Error;
+// the load counts as the library's time (cujit/vendor_time.hpp).
+template <class Api>
+class LazyLibrary {
+ public:
+  using Resolve = void (*)(Api& api, OpenedLibrary& library, const VendorLibrarySpec& spec,
+                           const LibraryRequest& request);
+  LazyLibrary(const VendorLibrarySpec& spec, VendorLibrary vendor, Resolve resolve)
+      : spec_(spec), vendor_(vendor), resolve_(resolve) {}
+
+  // What is (or would be) opened; Error(usage) while the variable names no absolute path.
+  const LibraryRequest& request() {
+    std::call_once(request_once_, [this] { request_ = choose_library(spec_); });
+    return request_;
+  }
+
+  const Api& api() {
+    std::call_once(load_once_, [this] { load(); });
+    if (failure_) throw *failure_;
+    return api_;
+  }
+
+  // The requested file's identity without loading it when it is a path that exists, else
+  // the loaded library's, found through the entry `entry` picks.
+  std::string identity(const void* (*entry)(const Api&)) {
+    if (std::string named = requested_file_identity(spec_, request()); !named.empty()) return named;
+    return loaded_library_identity(spec_, entry(api()));
+  }
+
+ private:
+  void load() {
+    LibraryRequest wanted;
+    try {
+      wanted = request();
+    } catch (const Error& error) {
+      failure_ = error;
+      return;
+    }
+    // Loading maps and relocates the library and runs its constructors: its time, not cujit's.
+    const VendorCallScope scope(vendor_);
+    OpenedLibrary library = open_library(spec_, wanted);
+    resolve_(api_, library, spec_, wanted);
+    failure_ = library.failure;
+  }
+
+  const VendorLibrarySpec spec_;
+  const VendorLibrary vendor_;
+  const Resolve resolve_;
+  std::once_flag request_once_, load_once_;
+  LibraryRequest request_;
+  Api api_;
+  std::optional<Error> failure_;
+};
 
 }  // namespace cujit::detail
