@@ -19,9 +19,9 @@ step() { echo "== cujit reliability: $*"; }
 summarize() {
   local log=$1
   grep -E "tests passed|tests failed" "$log"
-  if grep -q "tests failed" "$log"; then
+  if grep -qE "[1-9][0-9]* tests failed" "$log"; then
     sed -n '/The following tests FAILED/,$p' "$log"
-    grep -E "^[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Exception|Timeout|SEGFAULT|Not Run)" "$log" |
+    grep -E "^[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*(Failed|Exception|Timeout)|SEGFAULT|Not Run)" "$log" |
       sed -E 's/^[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+).*/\1/' | while read -r name; do
         echo "---- output of $name (last 80 lines)"
         awk -v name="$name" '$0 ~ "Test +#[0-9]+: " name " " {on=1; next} on && / Test +#[0-9]+: / {on=0} on' "$log" | tail -80
