@@ -16,23 +16,23 @@ endfunction()
 cujit_cuda_library(cujit::nvrtc nvrtc)
 cujit_cuda_library(cujit::nvjitlink nvJitLink)
 
-# libcujit loads NVRTC on first use (core/src/compile/nvrtc_api.cpp) instead of linking it,
-# so a process that only hits the cache never maps it. Its default is the file the build
-# found, by the name the linker would have recorded (libnvrtc.so.<major>, beside the
-# library found above); the soname alone is the fallback when that file is gone at run time.
-set(CUJIT_NVRTC_SONAME "libnvrtc.so.${CUDAToolkit_VERSION_MAJOR}")
-get_filename_component(cujit_nvrtc_dir "${CUJIT_nvrtc_LIBRARY}" DIRECTORY)
-if(EXISTS "${cujit_nvrtc_dir}/${CUJIT_NVRTC_SONAME}")
-  set(CUJIT_NVRTC_DEFAULT_LIBRARY "${cujit_nvrtc_dir}/${CUJIT_NVRTC_SONAME}")
-else()
-  file(REAL_PATH "${CUJIT_nvrtc_LIBRARY}" CUJIT_NVRTC_DEFAULT_LIBRARY)
-endif()
+# libcujit loads NVRTC and nvJitLink on first use (core/src/compile/nvrtc_api.cpp,
+# core/src/link/nvjitlink_api.cpp) instead of linking them, so a process that only hits the
+# cache never maps them. Each one's default is the file the build found, by the name the
+# linker would have recorded (lib<name>.so.<major>, beside the library found above); the
+# soname alone is the fallback when that file is gone at run time. Sets
+# CUJIT_<PREFIX>_SONAME and CUJIT_<PREFIX>_DEFAULT_LIBRARY.
+function(cujit_loaded_library prefix library)
+  set(soname "lib${library}.so.${CUDAToolkit_VERSION_MAJOR}")
+  get_filename_component(dir "${CUJIT_${library}_LIBRARY}" DIRECTORY)
+  if(EXISTS "${dir}/${soname}")
+    set(default "${dir}/${soname}")
+  else()
+    file(REAL_PATH "${CUJIT_${library}_LIBRARY}" default)
+  endif()
+  set(CUJIT_${prefix}_SONAME "${soname}" PARENT_SCOPE)
+  set(CUJIT_${prefix}_DEFAULT_LIBRARY "${default}" PARENT_SCOPE)
+endfunction()
 
-# nvJitLink likewise (core/src/link/nvjitlink_api.cpp).
-set(CUJIT_NVJITLINK_SONAME "libnvJitLink.so.${CUDAToolkit_VERSION_MAJOR}")
-get_filename_component(cujit_nvjitlink_dir "${CUJIT_nvJitLink_LIBRARY}" DIRECTORY)
-if(EXISTS "${cujit_nvjitlink_dir}/${CUJIT_NVJITLINK_SONAME}")
-  set(CUJIT_NVJITLINK_DEFAULT_LIBRARY "${cujit_nvjitlink_dir}/${CUJIT_NVJITLINK_SONAME}")
-else()
-  file(REAL_PATH "${CUJIT_nvJitLink_LIBRARY}" CUJIT_NVJITLINK_DEFAULT_LIBRARY)
-endif()
+cujit_loaded_library(NVRTC nvrtc)
+cujit_loaded_library(NVJITLINK nvJitLink)

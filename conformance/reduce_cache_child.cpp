@@ -7,6 +7,7 @@
 
 #include "cujit/error.hpp"
 #include "cujit/reduce.hpp"
+#include "support/cache_helpers.hpp"
 #include "support/reduce_data.hpp"
 
 int main(int argc, char** argv) {
@@ -15,10 +16,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    cujit::CacheConfig config;
-    config.mode = cujit::CacheMode::disk;
-    config.directory = argv[1];
-    cujit::BuildCache cache(config);
+    cujit::BuildCache cache(cujit::test::disk_cache_at(argv[1]));
     cujit::reduce::ReduceSpec spec;
     spec.arch = cujit::Arch::of_device(0);
     const cujit::reduce::ReduceBuild build = cujit::reduce::build_reduce(spec, cache);

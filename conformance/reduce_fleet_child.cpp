@@ -10,6 +10,7 @@
 
 #include "cujit/error.hpp"
 #include "cujit/reduce.hpp"
+#include "support/cache_helpers.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -17,10 +18,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    cujit::CacheConfig config;
-    config.mode = cujit::CacheMode::disk;
-    config.directory = argv[1];
-    cujit::BuildCache cache(config);
+    cujit::BuildCache cache(cujit::test::disk_cache_at(argv[1]));
     cujit::reduce::ReduceSpec spec;
     spec.input = spec.output = spec.accumulator = cujit::Type::parse("int64");
     spec.op = cujit::reduce::Operator::builtin(cujit::reduce::Builtin::max);

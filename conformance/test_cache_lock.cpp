@@ -20,7 +20,7 @@
 #include "cache/key_lock.hpp"
 #include "cujit/build_cache.hpp"
 #include "support/cache_helpers.hpp"
-#include "support/child_fleet.hpp"
+#include "support/child_process.hpp"
 #include "support/fixtures.hpp"
 
 namespace cujit {

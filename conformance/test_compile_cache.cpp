@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <stdexcept>
 #include <thread>
 
 #include "compile/header_manifest.hpp"
@@ -338,20 +339,25 @@ TEST(HeaderManifest, AnAbsoluteIncludeWithoutIncludePathsIsCoveredToo) {
   EXPECT_EQ(changed.result.code.bytes(), program.compile(sm90_ptx()).code.bytes());
 }
 
+// The manifest of a compile that read one settled header, dir/val.h ("#define VAL 7").
+detail::HeaderManifest manifest_of_one_header(test::TempDir& dir) {
+  const fs::path header = dir.write("val.h", "#define VAL 7\n");
+  let_headers_settle();
+  std::string why_not;
+  auto captured = detail::HeaderManifest::capture({header.string()}, {}, {}, std::chrono::system_clock::now(), why_not);
+  if (!captured) throw std::runtime_error("no manifest: " + why_not);
+  return *captured;
+}
+
 // A manifest read back in a new process trusts a header's recorded digest while the file's
 // stamp (device, inode, size, mtime, ctime) is the one recorded, so an unchanged header is
 // stat()ed, not read and hashed: shown by a recorded digest no read could produce, which
 // stands until the file changes.
 TEST(HeaderManifest, AnUnchangedHeaderIsKeyedByItsStampWithoutBeingRead) {
   test::TempDir dir;
-  const fs::path header = dir.write("val.h", "#define VAL 7\n");
-  let_headers_settle();
-  std::string why_not;
-  const auto captured = detail::HeaderManifest::capture({header.string()}, {}, {}, std::chrono::system_clock::now(),
-                                                        why_not);
-  ASSERT_TRUE(captured) << why_not;
-  const std::string real_digest = captured->key_fields().at(2);
-  std::string encoded = captured->encode();
+  const detail::HeaderManifest captured = manifest_of_one_header(dir);
+  const std::string real_digest = captured.key_fields().at(2);
+  std::string encoded = captured.encode();
   const std::string planted(64, 'a');
   encoded.replace(encoded.find(real_digest), real_digest.size(), planted);
   const auto decoded = detail::HeaderManifest::decode(encoded);
@@ -369,13 +375,8 @@ TEST(HeaderManifest, AnUnchangedHeaderIsKeyedByItsStampWithoutBeingRead) {
 
 TEST(HeaderManifest, AManifestWithoutStampsDoesNotDecode) {
   test::TempDir dir;
-  const fs::path header = dir.write("val.h", "#define VAL 7\n");
-  let_headers_settle();
-  std::string why_not;
-  const auto captured = detail::HeaderManifest::capture({header.string()}, {}, {}, std::chrono::system_clock::now(),
-                                                        why_not);
-  ASSERT_TRUE(captured) << why_not;
-  detail::Record record = *detail::decode_record(captured->encode());
+  const detail::HeaderManifest captured = manifest_of_one_header(dir);
+  detail::Record record = *detail::decode_record(captured.encode());
   record.erase("stamp.0");
   EXPECT_FALSE(detail::HeaderManifest::decode(detail::encode_record(record)));
   record["stamp.0"] = "1 2 three 4 5";

@@ -22,7 +22,7 @@
 #include "cujit/build_cache.hpp"
 #include "cujit/error.hpp"
 #include "support/cache_helpers.hpp"
-#include "support/child_fleet.hpp"
+#include "support/child_process.hpp"
 #include "support/fixtures.hpp"
 #include "support/redis_server.hpp"
 
