@@ -27,7 +27,12 @@ namespace cujit::detail {
   X(cuGraphDestroy) X(cuGraphAddKernelNode) X(cuGraphAddMemcpyNode) X(cuGraphAddMemsetNode) \
   X(cuGraphAddHostNode) X(cuGraphAddEmptyNode) X(cuGraphGetNodes) X(cuGraphInstantiateWithFlags) \
   X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuGraphExecKernelNodeSetParams) X(cuGraphExecUpdate) \
-  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuCtxGetDevice)
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuCtxGetDevice)                      \
+  X(cuGraphAddChildGraphNode) X(cuGraphAddEventRecordNode) X(cuGraphAddEventWaitNode)    \
+  X(cuGraphAddMemAllocNode) X(cuGraphAddMemFreeNode) X(cuGraphConditionalHandleCreate)   \
+  X(cuGraphAddNode) X(cuGraphUpload) X(cuGraphDebugDotPrint)                             \
+  X(cuGraphExecMemcpyNodeSetParams) X(cuGraphExecMemsetNodeSetParams) X(cuEventCreate)   \
+  X(cuEventDestroy) X(cuEventSynchronize) X(cuEventQuery) X(cuStreamIsCapturing)
 
 // Every entry is timed and counted on the calling thread (cujit/vendor_time.hpp); `.function`
 // is the raw pointer, for dlsym and for the library's identity.
