@@ -68,6 +68,10 @@ struct Route {
   bool lto;
 };
 
+void PrintTo(const Route& route, std::ostream* out) {
+  *out << to_string(route.backend) << (route.lto ? " lto" : "");
+}
+
 class GpuAbiCalls : public ::testing::TestWithParam<Route> {
  protected:
   void SetUp() override { CUJIT_REQUIRE_DEVICE(); }

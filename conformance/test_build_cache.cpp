@@ -145,8 +145,14 @@ TEST_F(BuildCacheTest, DiskTierEvictsOldestButSparesRecentEntries) {
 
 // ---- bad entries ---------------------------------------------------------------------
 
-class BadEntry : public BuildCacheTest,
-                 public ::testing::WithParamInterface<std::pair<const char*, std::function<void(std::string&)>>> {};
+struct Corruption {
+  const char* name;
+  std::function<void(std::string&)> apply;
+};
+
+void PrintTo(const Corruption& corruption, std::ostream* out) { *out << corruption.name; }
+
+class BadEntry : public BuildCacheTest, public ::testing::WithParamInterface<Corruption> {};
 
 TEST_P(BadEntry, IsAMissRemovedCountedAndRebuilt) {
   const CacheKey key = key_of("victim");
@@ -157,14 +163,14 @@ TEST_P(BadEntry, IsAMissRemovedCountedAndRebuilt) {
     entry = files_under(dir(), ".entry").at(0);
   }
   std::string bytes = test::read_bytes(entry);
-  GetParam().second(bytes);
+  GetParam().apply(bytes);
   { std::ofstream(entry, std::ios::binary | std::ios::trunc) << bytes; }
   BuildCache cache(disk_config(dir()));
   CacheSource source{};
   EXPECT_EQ(cache.get_or_build(key, builder("the payload"), &source), "the payload");
   EXPECT_EQ(source, CacheSource::built);
   EXPECT_EQ(cache.stats().corrupt_entries, 1u);
-  EXPECT_TRUE(has_warning(cache, "dropped")) << GetParam().first;
+  EXPECT_TRUE(has_warning(cache, "dropped")) << GetParam().name;
   // Rebuilt and valid again.
   BuildCache again(disk_config(dir()));
   EXPECT_EQ(again.get_or_build(key, builder("never"), &source), "the payload");
@@ -174,25 +180,25 @@ TEST_P(BadEntry, IsAMissRemovedCountedAndRebuilt) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadEntry,
     ::testing::Values(
-        std::pair<const char*, std::function<void(std::string&)>>{
+        Corruption{
             "truncated_payload", [](std::string& b) { b.resize(b.size() - 3); }},
-        std::pair<const char*, std::function<void(std::string&)>>{
+        Corruption{
             "truncated_header", [](std::string& b) { b.resize(20); }},
-        std::pair<const char*, std::function<void(std::string&)>>{
+        Corruption{
             "empty", [](std::string& b) { b.clear(); }},
-        std::pair<const char*, std::function<void(std::string&)>>{
+        Corruption{
             "flipped_header_bit", [](std::string& b) { b[10] = static_cast<char>(b[10] ^ 0x04); }},
-        std::pair<const char*, std::function<void(std::string&)>>{
+        Corruption{
             "flipped_payload_bit", [](std::string& b) { b.back() = static_cast<char>(b.back() ^ 0x01); }},
-        std::pair<const char*, std::function<void(std::string&)>>{
+        Corruption{
             "flipped_checksum", [](std::string& b) { b[b.size() - 20] ^= 0x01; }},
-        std::pair<const char*, std::function<void(std::string&)>>{
+        Corruption{
             "foreign_file", [](std::string& b) { b = "#!/bin/sh\necho another program's file\n"; }},
-        std::pair<const char*, std::function<void(std::string&)>>{
+        Corruption{
             "older_schema", [](std::string& b) { b[8] = 0; }},
-        std::pair<const char*, std::function<void(std::string&)>>{
+        Corruption{
             "another_keys_entry", [](std::string& b) { b[20] = b[20] == 'a' ? 'b' : 'a'; }}),
-    [](const auto& entry_case) { return std::string(entry_case.param.first); });
+    [](const auto& entry_case) { return std::string(entry_case.param.name); });
 
 // ---- unusable directories: the build always succeeds -----------------------------------
 

@@ -21,6 +21,8 @@ struct Hostile {
   std::string text;
 };
 
+void PrintTo(const Hostile& hostile, std::ostream* out) { *out << hostile.label; }
+
 std::vector<Hostile> hostile_names() {
   return {
       {"single_quotes_and_substitution", "x'$(touch PWNED)'"},

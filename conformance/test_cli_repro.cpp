@@ -16,6 +16,8 @@ struct BadInput {
   std::string named;  // what the output must mention
 };
 
+void PrintTo(const BadInput& input, std::ostream* out) { *out << input.name; }
+
 std::string fixture(const std::string& name) { return test::read_bytes(test::fixture_path(name)); }
 
 std::vector<BadInput> cases() {

@@ -54,6 +54,8 @@ struct DetectCase {
   Format format;
 };
 
+void PrintTo(const DetectCase& detect, std::ostream* out) { *out << detect.fixture; }
+
 class FormatDetection : public ::testing::TestWithParam<DetectCase> {};
 
 TEST_P(FormatDetection, RecognisesNvccOutput) {
@@ -188,6 +190,8 @@ struct Damage {
   std::string (*apply)(std::string);
   const char* expected;  // a fragment of the refusal
 };
+
+void PrintTo(const Damage& damage, std::ostream* out) { *out << damage.name; }
 
 std::string cubin_section_table_moved(std::string b) {
   damage::put(b, 40, 1, 0x5f);  // the first crash report: e_shoff's low byte

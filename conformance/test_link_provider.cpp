@@ -255,6 +255,10 @@ struct ProviderRoute {
   const char* output;  // what the provider generates
 };
 
+void PrintTo(const ProviderRoute& route, std::ostream* out) {
+  *out << to_string(route.backend) << " " << route.output;
+}
+
 class GpuLinkProviders : public ::testing::TestWithParam<ProviderRoute> {
  protected:
   void SetUp() override { CUJIT_REQUIRE_DEVICE(); }

@@ -21,6 +21,10 @@ struct Cell {
   Origin origin;
 };
 
+void PrintTo(const Cell& cell, std::ostream* out) {
+  *out << cell.input.file << " " << to_string(cell.backend) << (cell.lto ? " lto " : " ") << to_string(cell.origin);
+}
+
 // The documented outcome of a cell: nullopt when it links, else the error kind and a
 // fragment of the message.
 struct ExpectedError {

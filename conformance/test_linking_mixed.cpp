@@ -17,6 +17,8 @@ struct Mix {
   const char* mul;
 };
 
+void PrintTo(const Mix& mix, std::ostream* out) { *out << mix.kernel << " " << mix.add << " " << mix.mul; }
+
 const Mix mixes[] = {
     {"mixed_kernel.ptx", "dev_add.ltoir", "dev_mul.o"},
     {"src:mixed_kernel.cu", "dev_add.a", "dev_mul_sass.fatbin"},

@@ -181,6 +181,8 @@ struct Campaign {
   std::vector<std::string> companions = {};
 };
 
+void PrintTo(const Campaign& campaign, std::ostream* out) { *out << campaign.label; }
+
 // Where single bytes are changed. LTO-IR past its container header is opaque to every tool
 // but NVVM (docs/linking.md): only the header is mutated there; truncations still cut the IR.
 std::size_t mutable_span(const Campaign& campaign, const std::string& original) {

@@ -35,6 +35,8 @@ std::string_view to_string(ShimForm form) {
   return form == ShimForm::ptx ? "ptx" : form == ShimForm::ltoir ? "ltoir" : "cu";
 }
 
+void PrintTo(ShimForm form, std::ostream* out) { *out << to_string(form); }
+
 LinkableCode cudf_shim(ShimForm form) {
   switch (form) {
     case ShimForm::ptx: return LinkableCode::from_path(fixture_path("cudf_udf_shim.ptx"));

@@ -235,6 +235,8 @@ struct MatrixCell {
   Builtin op;
 };
 
+void PrintTo(const MatrixCell& cell, std::ostream* out) { *out << cell.type << " " << to_string(cell.op); }
+
 class GpuReduceMatrix : public ::testing::TestWithParam<MatrixCell> {
  protected:
   void SetUp() override { CUJIT_REQUIRE_DEVICE(); }

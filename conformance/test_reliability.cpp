@@ -124,6 +124,8 @@ struct Fault {
   int error;
 };
 
+void PrintTo(const Fault& fault, std::ostream* out) { *out << fault.operation << " errno " << fault.error; }
+
 class InjectedFault : public ::testing::TestWithParam<Fault> {};
 
 TEST_P(InjectedFault, TheBuildSucceedsAndNothingPartialIsLeft) {

@@ -168,6 +168,8 @@ struct Garbage {
   std::function<std::vector<std::string>(const std::string& value_key, const std::string& digest)> write;
 };
 
+void PrintTo(const Garbage& garbage, std::ostream* out) { *out << garbage.name; }
+
 class HostileRemoteValue : public ::testing::TestWithParam<Garbage> {};
 
 TEST_P(HostileRemoteValue, IsAMissCountedAndReplacedByTheBuild) {

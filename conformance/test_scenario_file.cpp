@@ -89,6 +89,8 @@ struct FieldCase {
   bool expect_base = false;
 };
 
+void PrintTo(const FieldCase& field, std::ostream* out) { *out << field.pointer; }
+
 const std::vector<int> any_string{string_};
 const std::vector<int> boolean{true_};
 const std::vector<int> nothing{};

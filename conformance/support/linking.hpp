@@ -7,6 +7,7 @@
 
 #include "cujit/linker.hpp"
 #include "cujit/module.hpp"
+#include "support/printers.hpp"
 
 namespace cujit::test {
 
