@@ -64,8 +64,8 @@ struct CacheConfig {
   std::chrono::milliseconds remote_lock_ttl{30'000};
 
   // From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,
-  // else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES (decimal byte
-  // counts), CUJIT_CACHE_LOCK_TIMEOUT (seconds), CUJIT_CACHE_REMOTE (the URL),
+  // else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES (byte sizes:
+  // 1073741824, 512M, 1G, 1.5G: environment::parse_byte_size), CUJIT_CACHE_LOCK_TIMEOUT (seconds), CUJIT_CACHE_REMOTE (the URL),
   // CUJIT_CACHE_REMOTE_TIMEOUT_MS, CUJIT_CACHE_REMOTE_TTL (seconds),
   // CUJIT_CACHE_REMOTE_LOCK_MS. Any other value is Error(usage) naming the variable
   // (cujit/environment.hpp; a URL is never echoed, it may hold a password).
@@ -76,6 +76,9 @@ struct CacheConfig {
 struct CacheStats {
   std::uint64_t memory_hits = 0;
   std::uint64_t disk_hits = 0;
+  std::uint64_t memory_misses = 0;  // lookups that reached the tier and missed
+  std::uint64_t disk_misses = 0;
+  std::uint64_t disk_stores = 0;  // entries written to the disk tier
   std::uint64_t misses = 0;
   std::uint64_t builds = 0;
   std::uint64_t waits = 0;  // callers that waited for another caller's build of the same key
@@ -96,6 +99,7 @@ struct CacheStats {
   std::uint64_t memory_entries = 0;
   // The memo of decoded results (BuildCache::recall), bounded by max_memory_bytes of its own.
   std::uint64_t memo_hits = 0;
+  std::uint64_t memo_misses = 0;
   std::uint64_t memo_entries = 0;
   std::uint64_t memo_bytes = 0;
 
@@ -116,6 +120,57 @@ struct CacheStats {
   std::uint64_t remote_waits = 0;           // builds that waited for another machine's build
   std::uint64_t remote_lock_timeouts = 0;   // such waits that gave up (lock_timeout) and built
 };
+
+/// One tier's lookups, as counted across every process using a cache directory.
+struct TierCounters {
+  std::uint64_t hits = 0;
+  /// Lookups that reached this tier and did not find the key there (they went on to the
+  /// next tier or to a build). A second look within a build's flight counts only a hit.
+  std::uint64_t misses = 0;
+  /// hits / (hits + misses), 0 when the tier was never asked.
+  double hit_rate() const noexcept;
+};
+
+/// The persistent counters of a cache directory: what every process that used its disk
+/// tier counted (as `ccache -s` shows), since the directory was created or last zeroed
+/// (zero_cache_counters). Processes add their counts in batches (BuildCache::flush_counters,
+/// called at exit and on slow paths), so a process still running may not have added its
+/// latest counts yet, and one killed by a signal loses its unflushed counts (never anyone
+/// else's).
+struct CacheCounters {
+  TierCounters memo;    ///< decoded results recalled in the process (BuildCache::recall)
+  TierCounters memory;  ///< the memory tier
+  TierCounters disk;    ///< the disk tier
+  TierCounters remote;  ///< the Redis tier
+  std::uint64_t builds = 0;           ///< results built because no tier had them
+  std::uint64_t stores = 0;           ///< entries written to the disk tier
+  std::uint64_t evictions = 0;        ///< disk entries evicted to keep the size cap
+  std::uint64_t corrupt_entries = 0;  ///< unsound entries dropped (then rebuilt)
+  /// The disk tier now (a walk of the directory at read time, not a counter).
+  std::uint64_t entries = 0;
+  std::uint64_t bytes = 0;  ///< entries and temporary files on disk now
+  /// When the counters were last zeroed (seconds since the Unix epoch), 0 if never.
+  std::int64_t zeroed_at = 0;
+  /// Counter files that were damaged (and counted as zero), directories that could not be
+  /// read: the counts shown may be low.
+  std::vector<std::string> warnings;
+
+  /// Lookups answered by any tier over lookups answered plus builds; 0 with neither.
+  double hit_rate() const noexcept;
+};
+
+/// The persistent counters of the cache directory `cache_dir` (CacheConfig::directory),
+/// summed over its counter files, with its entries and bytes from a walk. A directory that
+/// does not exist has all counters 0. A damaged or foreign counter file (truncated, not a
+/// regular file, unknown format) counts as 0 with a warning in the result. Never throws for
+/// what it finds on disk; throws Error(io) only when `cache_dir` exists and is not a
+/// directory.
+CacheCounters read_cache_counters(const std::filesystem::path& cache_dir);
+
+/// Sets every persistent counter of `cache_dir` to 0 and records the time (zeroed_at).
+/// Entries are left alone. Processes running now add only what they count from now on.
+/// Throws Error(io) naming the file when a counter file cannot be rewritten.
+void zero_cache_counters(const std::filesystem::path& cache_dir);
 
 // Where an answer came from: memo is a decoded result recalled from the memo (recall()).
 // remote is an entry fetched from Redis (and written to the disk tier).
@@ -144,7 +199,9 @@ class BuildCache {
 
   // Whether a find() that answers counts as a hit in stats(): lookups of bookkeeping
   // entries (a compile's header manifest) do not.
-  enum class Count { hit, nothing };
+  // `retry`: a second look inside a build's flight, whose first look was counted: a hit
+  // counts, a miss does not.
+  enum class Count { hit, nothing, retry };
   // The payload stored under `key` (memory, else disk, else remote; a disk hit is kept in
   // memory, a remote hit on disk and in memory), or nullopt. `source` says which tier
   // answered.
@@ -179,6 +236,12 @@ class BuildCache {
   }
 
   CacheStats stats() const;
+  /// Adds what this cache counted since its last flush to its directory's persistent
+  /// counters (read_cache_counters). Called by the destructor and, at most every few
+  /// seconds or every 64 counted events, on the slow paths (a disk lookup, a build), never
+  /// on a memo or memory hit. Does nothing unless the disk tier is in use; a failure is a
+  /// warning and the counts wait for the next flush. Never throws.
+  void flush_counters() noexcept;
   // Warnings recorded so far (unusable directory, failed writes, corrupt entries...).
   std::vector<std::string> warnings() const;
   const CacheConfig& config() const noexcept { return config_; }

@@ -6,7 +6,7 @@
 //   CUJIT_LINKER       nvjitlink | driver   the linker backend when none is requested
 //   CUJIT_CACHE        off | memory | disk  the build cache's tiers
 //   CUJIT_CACHE_DIR    path    the disk tier's directory
-//   CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES   byte counts
+//   CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES   byte sizes (512M, 1G)
 //   CUJIT_CUDA_INCLUDE path    the toolkit's include directory (CUB, CCCL)
 //   CUJIT_NVRTC_LIBRARY absolute path   the libnvrtc file loaded on first use
 //   CUJIT_NVJITLINK_LIBRARY absolute path   the libnvJitLink file loaded on first use
@@ -31,6 +31,15 @@ std::string choice(const char* name, std::initializer_list<std::string_view> all
                    std::string_view fallback);
 // A decimal count of at most 2^64-1; unset or empty -> `fallback`.
 std::uint64_t count(const char* name, std::uint64_t fallback);
+/// A byte size: decimal digits with an optional fraction and an optional binary unit, K,
+/// M, G or T (powers of 1024; either case, optionally followed by "iB" or "B"), or "B":
+/// "1073741824", "512M", "1G", "1.5G", "64KiB". A fraction needs a unit and is rounded
+/// down to whole bytes. Throws Error(usage) naming `text` for anything else: empty, a sign,
+/// spaces, another unit, more than 2^64-1 bytes.
+std::uint64_t parse_byte_size(std::string_view text);
+/// A byte size (parse_byte_size) from the variable `name`; unset or empty -> `fallback`.
+/// Throws Error(usage) naming the variable and its value for anything else.
+std::uint64_t byte_size(const char* name, std::uint64_t fallback);
 // An absolute path (starting with '/'), returned as given; unset or empty -> nullopt. Only
 // the spelling is checked: whether the file exists is its user's question.
 std::optional<std::string> absolute_path(const char* name);

@@ -1,5 +1,7 @@
 #include "cujit/build_cache.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -13,11 +15,13 @@
 
 #include "cujit/environment.hpp"
 #include "cujit/error.hpp"
+#include "cache/cache_counters.hpp"
 #include "cache/disk_cache.hpp"
 #include "cache/key_lock.hpp"
 #include "cache/remote_cache.hpp"
 #include "cache/remote_url.hpp"
 #include "cache/result_memo.hpp"
+#include "support/trace_range.hpp"
 
 namespace cujit {
 namespace {
@@ -27,6 +31,10 @@ constexpr std::size_t max_warnings = 64;
 constexpr std::chrono::milliseconds first_remote_poll{5}, longest_remote_poll{50};
 // Durations from the environment are clamped to a day: longer is a typo, and no overflow.
 constexpr std::uint64_t longest_setting_ms = 24ull * 3600 * 1000;
+// A cache adds its counts to the directory's persistent counters in batches: on a slow path
+// (a disk lookup, a build) once this many events or this much time has passed, and at exit.
+constexpr std::uint64_t flush_after_events = 64;
+constexpr std::chrono::seconds flush_after_time{5};
 
 std::chrono::milliseconds milliseconds_from(const char* name, std::chrono::milliseconds fallback,
                                             std::uint64_t unit_ms) {
@@ -92,8 +100,8 @@ CacheConfig CacheConfig::from_environment() {
     config.mode = config.mode == CacheMode::disk ? CacheMode::memory : config.mode;
     config.warnings.push_back("no CUJIT_CACHE_DIR, XDG_CACHE_HOME or HOME: disk tier off");
   }
-  config.max_disk_bytes = environment::count("CUJIT_CACHE_MAX_BYTES", config.max_disk_bytes);
-  config.max_memory_bytes = environment::count("CUJIT_CACHE_MEMORY_BYTES", config.max_memory_bytes);
+  config.max_disk_bytes = environment::byte_size("CUJIT_CACHE_MAX_BYTES", config.max_disk_bytes);
+  config.max_memory_bytes = environment::byte_size("CUJIT_CACHE_MEMORY_BYTES", config.max_memory_bytes);
   config.lock_timeout = milliseconds_from("CUJIT_CACHE_LOCK_TIMEOUT", config.lock_timeout, 1000);
   if (const char* remote = std::getenv("CUJIT_CACHE_REMOTE"); remote != nullptr && *remote != '\0') {
     std::string problem;
@@ -124,6 +132,26 @@ struct BuildCache::State {
   std::optional<detail::ResultMemo> memo;  // absent in mode off
   CacheStats stats;
   std::vector<std::string> warnings;
+
+  // The persistent counters (cache_counters.hpp). `flushed` is what this cache has added to
+  // them so far; `flush_mutex` orders flushes (taken before `mutex`, never inside it).
+  std::mutex flush_mutex;
+  CacheCounters flushed;
+  std::uint64_t unflushed_events = 0;  // slow-path events since the last flush, under `mutex`
+  std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();  // under `mutex`
+  bool flush_warned = false;  // one warning for failing flushes, not one per flush
+
+  // Counts a slow-path event; whether it is time to flush the counters (flush_counters,
+  // called without `mutex`). Callers hold `mutex`.
+  bool note_event() {
+    ++unflushed_events;
+    if (unflushed_events < flush_after_events &&
+        std::chrono::steady_clock::now() - last_flush < flush_after_time) {
+      return false;
+    }
+    unflushed_events = 0;
+    return true;
+  }
 
   // Callers hold `mutex`.
   void add_warning(std::string message) {
@@ -295,7 +323,45 @@ BuildCache::BuildCache(CacheConfig config) : config_(std::move(config)), state_(
   }
 }
 
-BuildCache::~BuildCache() = default;
+BuildCache::~BuildCache() { flush_counters(); }
+
+void BuildCache::flush_counters() noexcept {
+  if (!state_->disk) return;  // counters live in the disk tier's directory
+  try {
+    std::lock_guard<std::mutex> turn(state_->flush_mutex);
+    const CacheStats now = stats();
+    CacheCounters counted;
+    counted.memo = {now.memo_hits, now.memo_misses};
+    counted.memory = {now.memory_hits, now.memory_misses};
+    counted.disk = {now.disk_hits, now.disk_misses};
+    counted.remote = {now.remote_hits, now.remote_misses};
+    counted.builds = now.builds;
+    counted.stores = now.disk_stores;
+    counted.evictions = now.disk_evictions;
+    counted.corrupt_entries = now.corrupt_entries;
+    bool any = false;
+    const CacheCounters delta = detail::counters_since(counted, state_->flushed, any);
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->last_flush = std::chrono::steady_clock::now();
+    }
+    if (!any) return;
+    std::string reset;
+    // The shard of this process: processes flushing at once rarely share a lock.
+    const auto shard = static_cast<unsigned>(::getpid()) % detail::counter_shards;
+    const std::string problem = detail::add_counters(state_->disk->directory(), shard, delta, reset);
+    if (!reset.empty()) warn("cache counters: " + reset);
+    if (!problem.empty()) {
+      if (!std::exchange(state_->flush_warned, true)) {
+        warn("cache counters not updated (kept for the next try): " + problem);
+      }
+      return;
+    }
+    state_->flushed = counted;
+  } catch (...) {
+    // Out of memory while formatting: the counts wait for the next flush.
+  }
+}
 
 BuildCache& BuildCache::global() {
   static BuildCache cache(CacheConfig::from_environment());
@@ -335,25 +401,30 @@ bool BuildCache::remote_reachable(std::string* why) const {
 
 std::optional<std::string> BuildCache::find(const CacheKey& key, CacheSource* source, Count count) {
   if (config_.mode == CacheMode::off) return std::nullopt;
+  const detail::TraceRange range("cujit cache lookup");
   const std::string digest = key.digest();
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (auto found = state_->memory.find(digest); found != state_->memory.end()) {
       state_->touch(found->second, digest);
-      if (count == Count::hit) ++state_->stats.memory_hits;
+      if (count != Count::nothing) ++state_->stats.memory_hits;
       if (source != nullptr) *source = CacheSource::memory;
+      detail::trace_mark("cache hit: memory");
       return found->second.payload;
     }
+    if (count == Count::hit) ++state_->stats.memory_misses;
   }
   if (auto hit = find_on_disk(digest, source, count)) return hit;
-  return find_remote(digest, source, count);
+  auto hit = find_remote(digest, source, count);
+  if (!hit) detail::trace_mark("cache miss");
+  return hit;
 }
 
 std::optional<std::string> BuildCache::find_on_disk(const std::string& digest, CacheSource* source, Count count) {
   if (!state_->disk) return std::nullopt;
   std::string payload, problem;
   const detail::ReadOutcome outcome = state_->disk->read(digest, payload, problem);
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::unique_lock<std::mutex> lock(state_->mutex);
   switch (outcome) {
     case detail::ReadOutcome::hit:
     case detail::ReadOutcome::missing: break;
@@ -370,10 +441,19 @@ std::optional<std::string> BuildCache::find_on_disk(const std::string& digest, C
       state_->add_warning("disk entry " + digest + " not read: " + problem);
       break;
   }
-  if (outcome != detail::ReadOutcome::hit) return std::nullopt;
-  if (count == Count::hit) ++state_->stats.disk_hits;
+  const bool flush = state_->note_event();
+  if (outcome != detail::ReadOutcome::hit) {
+    if (count == Count::hit) ++state_->stats.disk_misses;
+    lock.unlock();
+    if (flush) flush_counters();
+    return std::nullopt;
+  }
+  if (count != Count::nothing) ++state_->stats.disk_hits;
   state_->insert(digest, payload, config_.max_memory_bytes);
+  lock.unlock();
   if (source != nullptr) *source = CacheSource::disk;
+  detail::trace_mark("cache hit: disk");
+  if (flush) flush_counters();
   return payload;
 }
 
@@ -391,9 +471,11 @@ std::optional<std::string> BuildCache::find_remote(const std::string& digest, Ca
   if (state_->disk) written = state_->disk->write(digest, payload);
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->note_disk_write(digest, written);
-  if (count == Count::hit) ++state_->stats.remote_hits;
+  if (state_->disk && written.ok) ++state_->stats.disk_stores;
+  if (count != Count::nothing) ++state_->stats.remote_hits;
   state_->insert(digest, payload, config_.max_memory_bytes);
   if (source != nullptr) *source = CacheSource::remote;
+  detail::trace_mark("cache hit: remote");
   return payload;
 }
 
@@ -407,6 +489,7 @@ void BuildCache::put(const CacheKey& key, const std::string& payload) {
   if (state_->remote) sent = state_->remote->put(digest, payload, problem);
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->note_disk_write(digest, written);
+  if (state_->disk && written.ok) ++state_->stats.disk_stores;
   if (state_->remote && sent == detail::RemoteOutcome::done) ++state_->stats.remote_writes;
   state_->note_remote(sent, problem, Count::hit);
   state_->insert(digest, payload, config_.max_memory_bytes);
@@ -416,9 +499,14 @@ std::string BuildCache::run_once(const std::string& flight, const Work& work, Ca
   CacheSource from = CacheSource::built;
   const auto count_build = [&] {
     if (from != CacheSource::built) return;
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    ++state_->stats.misses;
-    ++state_->stats.builds;
+    bool flush = false;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      ++state_->stats.misses;
+      ++state_->stats.builds;
+      flush = state_->note_event();
+    }
+    if (flush) flush_counters();
   };
   if (config_.mode == CacheMode::off) {
     std::string payload = work(from);
@@ -468,7 +556,7 @@ std::string BuildCache::get_or_build(const CacheKey& key, const std::function<st
   if (auto hit = find(key, source)) return *hit;
   return run_once(key.digest(), [&](CacheSource& from) {
     // Another caller may have stored it between find() and this flight.
-    if (auto hit = find(key, &from)) return *hit;
+    if (auto hit = find(key, &from, Count::retry)) return *hit;
     from = CacheSource::built;
     std::string payload = build();
     put(key, payload);
@@ -483,7 +571,11 @@ void BuildCache::note_not_stored(std::string why) {
 }
 
 std::shared_ptr<const void> BuildCache::recall_erased(const std::string& pre_key, std::type_index type) {
-  return state_->memo ? state_->memo->recall(pre_key, type) : nullptr;
+  if (!state_->memo) return nullptr;
+  const detail::TraceRange range("cujit cache recall");
+  std::shared_ptr<const void> value = state_->memo->recall(pre_key, type);
+  detail::trace_mark(value ? "cache hit: memo" : "cache miss: memo");
+  return value;
 }
 
 void BuildCache::memorize_erased(const std::string& pre_key, std::type_index type, std::shared_ptr<const void> value,
@@ -500,6 +592,7 @@ CacheStats BuildCache::stats() const {
   if (state_->memo) {
     const detail::ResultMemo::Counts memo = state_->memo->counts();
     stats.memo_hits = memo.hits;
+    stats.memo_misses = memo.misses;
     stats.memo_entries = memo.entries;
     stats.memo_bytes = memo.bytes;
   }

@@ -682,6 +682,7 @@ WalkReport DiskCache::survey() const {
         continue;
       }
       report.bytes += static_cast<std::uint64_t>(info.st_size);
+      ++report.entries;
       continue;
     }
     report.bytes += file.size();

@@ -75,6 +75,7 @@ struct WalkReport {
   std::size_t temps_removed = 0;    // stale temporary files swept
   std::size_t locks_removed = 0;    // lock files no process held (key_lock.hpp)
   std::uint64_t bytes = 0;          // entries and temporary files left
+  std::size_t entries = 0;          // entries left (counted by survey())
   std::vector<std::string> problems;  // directories it could not read, files it could not remove
 };
 
@@ -110,7 +111,7 @@ class DiskCache {
   KeyLockResult lock(const std::string& key, std::chrono::milliseconds timeout) const;
   // Removes the entry for `key` if it is one cujit wrote; whether one was removed.
   bool remove(const std::string& key) const;
-  // Bytes of entries and temporary files, after sweeping stale temporary files.
+  // Entries, and bytes of entries and temporary files, after sweeping stale temporary files.
   WalkReport survey() const;
   // Removes every entry and stale temporary file.
   WalkReport clear() const;

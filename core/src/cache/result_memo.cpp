@@ -5,7 +5,10 @@ namespace cujit::detail {
 std::shared_ptr<const void> ResultMemo::recall(const std::string& pre_key, std::type_index type) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = entries_.find(pre_key);
-  if (found == entries_.end() || found->second.type != type) return nullptr;
+  if (found == entries_.end() || found->second.type != type) {
+    ++counts_.misses;
+    return nullptr;
+  }
   lru_.splice(lru_.begin(), lru_, found->second.lru);
   ++counts_.hits;
   return found->second.value;

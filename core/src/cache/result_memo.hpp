@@ -31,6 +31,7 @@ class ResultMemo {
 
   struct Counts {
     std::uint64_t hits = 0;
+    std::uint64_t misses = 0;
     std::uint64_t entries = 0;
     std::uint64_t bytes = 0;
     std::uint64_t evictions = 0;

@@ -235,7 +235,8 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
   const CacheKey compile = compile_key(program, options);
   const CacheKey manifest_at = manifest_key(compile);
   // The result for the headers as they are now, if one was stored.
-  const auto lookup = [&](CacheSource& from) -> std::optional<CachedCompile> {
+  // `count`: the first look counts hits and misses, the second (in the flight) only hits.
+  const auto lookup = [&](CacheSource& from, BuildCache::Count count) -> std::optional<CachedCompile> {
     const auto stored = cache.find(manifest_at, nullptr, BuildCache::Count::nothing);
     if (!stored) return std::nullopt;
     const auto manifest = detail::HeaderManifest::decode(*stored);
@@ -246,17 +247,17 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
     const auto fields = manifest->current_key_fields();
     if (!fields) return std::nullopt;
     const CacheKey result_at = result_key(compile, *fields);
-    const auto payload = cache.find(result_at, &from);
+    const auto payload = cache.find(result_at, &from, count);
     if (!payload) return std::nullopt;
     auto hit = decode(*payload, program, options, from);
     if (!hit) cache.drop(result_at, "the compiled result of '" + program.name() + "' does not decode");
     return hit;
   };
   CacheSource from = CacheSource::built;
-  if (auto hit = lookup(from)) return std::move(*hit);
+  if (auto hit = lookup(from, BuildCache::Count::hit)) return std::move(*hit);
 
   const std::string payload = cache.run_once(compile.digest(), [&](CacheSource& source) {
-    if (auto hit = lookup(source)) return encode(hit->result, hit->key);
+    if (auto hit = lookup(source, BuildCache::Count::retry)) return encode(hit->result, hit->key);
     source = CacheSource::built;
     // A compile that can read files reports the headers it reads through its time trace,
     // written into a private directory (the option is output-neutral: key_options drops it).

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "cujit/error.hpp"
 
@@ -54,6 +55,78 @@ std::uint64_t count(const char* name, std::uint64_t fallback) {
     refuse(name, value, "a decimal count of at most 18446744073709551615");
   }
   return parsed;
+}
+
+namespace {
+
+constexpr const char* byte_size_forms = "a byte size (1073741824, 512M, 1G, 1.5G, 64KiB)";
+
+// The power of 1024 a unit names (K=1 ... T=4, none or "B" = 0), or -1.
+int unit_power(std::string_view unit) {
+  if (unit.empty() || unit == "B") return 0;
+  int power = -1;
+  switch (unit.front()) {
+    case 'K': case 'k': power = 1; break;
+    case 'M': case 'm': power = 2; break;
+    case 'G': case 'g': power = 3; break;
+    case 'T': case 't': power = 4; break;
+    default: return -1;
+  }
+  const std::string_view rest = unit.substr(1);
+  return rest.empty() || rest == "B" || rest == "iB" ? power : -1;
+}
+
+__extension__ using Wide = unsigned __int128;  // __extension__: no -Wpedantic warning
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// The size `text` gives, or nullopt when it is not one.
+std::optional<std::uint64_t> byte_size_of(std::string_view text) {
+  std::size_t at = 0;
+  while (at < text.size() && is_digit(text[at])) ++at;
+  const std::string_view whole = text.substr(0, at);
+  std::string_view fraction;
+  if (at < text.size() && text[at] == '.') {
+    const std::size_t start = ++at;
+    while (at < text.size() && is_digit(text[at])) ++at;
+    fraction = text.substr(start, at - start);
+    if (fraction.empty()) return std::nullopt;
+  }
+  if (whole.empty()) return std::nullopt;
+  const int power = unit_power(text.substr(at));
+  if (power < 0 || (!fraction.empty() && power == 0)) return std::nullopt;
+  std::uint64_t count = 0;
+  const auto [end, error] = std::from_chars(whole.data(), whole.data() + whole.size(), count);
+  if (error != std::errc{} || end != whole.data() + whole.size()) return std::nullopt;
+  const Wide unit = static_cast<Wide>(1) << (10 * power);
+  Wide bytes = static_cast<Wide>(count) * unit;
+  // The fraction, rounded down. Its first 19 digits (part < 10^19, times a unit of at most
+  // 2^40, fits in 128 bits): what follows is worth less than a millionth of a byte.
+  const std::string_view digits = fraction.substr(0, 19);
+  Wide part = 0, scale = 1;
+  for (char digit : digits) {
+    part = part * 10 + static_cast<unsigned>(digit - '0');
+    scale *= 10;
+  }
+  bytes += part * unit / scale;
+  if (bytes > std::numeric_limits<std::uint64_t>::max()) return std::nullopt;
+  return static_cast<std::uint64_t>(bytes);
+}
+
+}  // namespace
+
+std::uint64_t parse_byte_size(std::string_view text) {
+  if (const auto bytes = byte_size_of(text)) return *bytes;
+  throw Error(ErrorKind::usage, "environment",
+              "'" + std::string(text.substr(0, 64)) + (text.size() > 64 ? "...'" : "'") + " is not " + byte_size_forms +
+                  " of at most 2^64-1 bytes");
+}
+
+std::uint64_t byte_size(const char* name, std::uint64_t fallback) {
+  const std::string_view value = value_of(name);
+  if (value.empty()) return fallback;
+  if (const auto bytes = byte_size_of(value)) return *bytes;
+  refuse(name, value, std::string(byte_size_forms) + " of at most 2^64-1 bytes");
 }
 
 std::optional<std::string> absolute_path(const char* name) {
