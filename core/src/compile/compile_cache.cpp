@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "compile/compile_worker.hpp"
 #include "compile/header_manifest.hpp"
 #include "cujit/error.hpp"
 #include "support/file_io.hpp"
@@ -227,7 +228,7 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
   if (cache.config().mode == CacheMode::off) {
     std::optional<CompileResult> made;
     cache.run_once({}, [&](CacheSource&) {  // no flight with the cache off: counts the build
-      made = program.compile(options);
+      made = detail::compile_program(program, options);
       return std::string();
     });
     return CachedCompile{std::move(*made), CacheSource::built, {}};
@@ -270,7 +271,7 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
       traced_options.options.push_back("--fdevice-time-trace=" + (trace_dir->path() / "trace").string());
     }
     const Clock::time_point started = Clock::now();
-    CompileResult result = program.compile(traced_options);
+    CompileResult result = detail::compile_program(program, traced_options);
     result.options = nvrtc_options(options);
     std::string why_not = "the caller's own -fdevice-time-trace hides the headers read";
     std::optional<detail::HeaderManifest> manifest;

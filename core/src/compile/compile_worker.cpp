@@ -1,0 +1,251 @@
+#include "compile/compile_worker.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <exception>
+
+#include "cujit/environment.hpp"
+#include "cujit/error.hpp"
+#include "support/record.hpp"
+
+#ifndef CUJIT_COMPILE_WORKER_DEFAULT
+#define CUJIT_COMPILE_WORKER_DEFAULT ""
+#endif
+
+namespace cujit::detail {
+namespace {
+
+thread_local bool side_by_side = false;
+
+constexpr std::size_t request_limit = std::size_t{1} << 30;
+constexpr const char* lowered_prefix = "lowered:";
+
+// Lists go into a Record as "<name>#<index>" fields, zero-padded so that the map keeps
+// their order, and "<name>#" holding the count.
+std::string item_field(const std::string& name, std::size_t index) {
+  std::string digits = std::to_string(index);
+  if (digits.size() < 8) digits.insert(0, 8 - digits.size(), '0');
+  return name + "#" + digits;
+}
+
+void put_list(Record& record, const std::string& name, const std::vector<std::string>& items) {
+  record[name + "#"] = std::to_string(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    record[item_field(name, i)] = items[i];
+  }
+}
+
+std::optional<std::vector<std::string>> get_list(const Record& record, const std::string& name) {
+  const auto count_at = record.find(name + "#");
+  if (count_at == record.end() || count_at->second.empty() || count_at->second.size() > 8 ||
+      count_at->second.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  const std::size_t count = std::stoul(count_at->second);
+  std::vector<std::string> items;
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto item = record.find(item_field(name, i));
+    if (item == record.end()) return std::nullopt;
+    items.push_back(item->second);
+  }
+  return items;
+}
+
+std::optional<ErrorKind> parse_error_kind(std::string_view text) {
+  for (ErrorKind kind : {ErrorKind::compile, ErrorKind::link, ErrorKind::format, ErrorKind::unsupported,
+                         ErrorKind::cuda, ErrorKind::nrt, ErrorKind::cache, ErrorKind::usage, ErrorKind::io}) {
+    if (to_string(kind) == text) return kind;
+  }
+  return std::nullopt;
+}
+
+std::string encode_reply(const CompileResult& result) {
+  Record record{{"status", "compiled"}, {"code", result.code.bytes()}, {"log", result.log}};
+  put_list(record, "options", result.options);
+  for (const auto& [expression, lowered] : result.code.lowered_names()) record[lowered_prefix + expression] = lowered;
+  return encode_record(record);
+}
+
+std::string encode_error_reply(const Error& error) {
+  return encode_record(Record{{"status", "error"},
+                              {"kind", std::string(to_string(error.kind()))},
+                              {"component", error.component()},
+                              {"message", error.message()},
+                              {"log", error.log()}});
+}
+
+// The compile's result, or its error thrown; nullopt when the reply is not one.
+std::optional<CompileResult> decode_reply(std::string_view bytes, const Program& program,
+                                          const CompileOptions& options) {
+  const auto record = decode_record(bytes);
+  if (!record || record->count("status") == 0 || record->count("log") == 0) return std::nullopt;
+  const std::string& status = record->at("status");
+  if (status == "error") {
+    if (record->count("kind") == 0 || record->count("component") == 0 || record->count("message") == 0) {
+      return std::nullopt;
+    }
+    const auto kind = parse_error_kind(record->at("kind"));
+    if (!kind) return std::nullopt;
+    throw Error(*kind, record->at("component"), record->at("message"), record->at("log"));
+  }
+  if (status != "compiled" || record->count("code") == 0) return std::nullopt;
+  auto used_options = get_list(*record, "options");
+  if (!used_options) return std::nullopt;
+  std::map<std::string, std::string> lowered;
+  for (const auto& [field, value] : *record) {
+    if (field.rfind(lowered_prefix, 0) == 0) lowered.emplace(field.substr(std::string_view(lowered_prefix).size()), value);
+  }
+  if (lowered.size() != options.name_expressions.size()) return std::nullopt;
+  try {
+    LinkableCode code = compiled_code(record->at("code"), program.name(), options.target);
+    return CompileResult{std::move(code).set_lowered_names(std::move(lowered)), record->at("log"),
+                         std::move(*used_options)};
+  } catch (const Error&) {
+    return std::nullopt;  // bytes that are not the target's format
+  }
+}
+
+std::string read_all(int fd, std::size_t limit, bool& too_long) {
+  std::string text;
+  std::array<char, 65536> buffer{};
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return text;
+    if (text.size() + static_cast<std::size_t>(got) > limit) {
+      too_long = true;
+      return text;
+    }
+    text.append(buffer.data(), static_cast<std::size_t>(got));
+  }
+}
+
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t wrote = ::write(fd, bytes.data(), bytes.size());
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(wrote));
+  }
+  return true;
+}
+
+}  // namespace
+
+SideBySideCompiles::SideBySideCompiles() : previous_(side_by_side) { side_by_side = true; }
+SideBySideCompiles::~SideBySideCompiles() { side_by_side = previous_; }
+
+std::optional<std::string> compile_worker_path() {
+  if (environment::flag("CUJIT_COMPILE_IN_PROCESS", false)) return std::nullopt;
+  std::string path = environment::absolute_path("CUJIT_COMPILE_WORKER").value_or(CUJIT_COMPILE_WORKER_DEFAULT);
+  if (path.empty() || ::access(path.c_str(), X_OK) != 0) return std::nullopt;
+  return path;
+}
+
+CompileResult compile_program(const Program& program, const CompileOptions& options) {
+  if (!side_by_side) return program.compile(options);
+  const auto worker = compile_worker_path();
+  if (!worker) return program.compile(options);
+  WorkerLimits limits;
+  limits.timeout = std::chrono::seconds(environment::count("CUJIT_COMPILE_WORKER_TIMEOUT", 600));
+  return compile_in_worker(program, options, {*worker}, limits);
+}
+
+CompileResult compile_in_worker(const Program& program, const CompileOptions& options,
+                                const std::vector<std::string>& worker_argv, const WorkerLimits& limits) {
+  const WorkerRun run = run_worker(worker_argv, encode_compile_request(program, options), limits);
+  const std::string component =
+      "compile worker (" + (worker_argv.empty() ? std::string("none") : worker_argv.front()) + ")";
+  if (!run.succeeded()) {
+    throw Error(ErrorKind::compile, component,
+                "compiling '" + program.name() + "' in a worker process failed: the worker " +
+                    run.describe(limits),
+                run.stderr_tail);
+  }
+  auto result = decode_reply(run.reply, program, options);
+  if (!result) {
+    throw Error(ErrorKind::compile, component,
+                "compiling '" + program.name() + "' in a worker process failed: its reply (" +
+                    std::to_string(run.reply.size()) + " bytes) is not a compile result",
+                run.stderr_tail);
+  }
+  return std::move(*result);
+}
+
+std::string encode_compile_request(const Program& program, const CompileOptions& options) {
+  Record record{{"source", program.source()},
+                {"name", program.name()},
+                {"arch", options.arch.sm()},
+                {"target", std::string(to_string(options.target))},
+                {"relocatable", options.relocatable ? "1" : "0"}};
+  put_list(record, "include_paths", options.include_paths);
+  std::vector<std::string> header_names, header_contents;
+  for (const Header& header : options.headers) {
+    header_names.push_back(header.name);
+    header_contents.push_back(header.content);
+  }
+  put_list(record, "header_names", header_names);
+  put_list(record, "header_contents", header_contents);
+  put_list(record, "name_expressions", options.name_expressions);
+  put_list(record, "options", options.options);
+  return encode_record(record);
+}
+
+std::optional<std::pair<Program, CompileOptions>> decode_compile_request(std::string_view bytes) {
+  const auto record = decode_record(bytes);
+  if (!record) return std::nullopt;
+  for (const char* field : {"source", "name", "arch", "target", "relocatable"}) {
+    if (record->count(field) == 0) return std::nullopt;
+  }
+  const auto target = parse_compile_target(record->at("target"));
+  auto include_paths = get_list(*record, "include_paths");
+  auto header_names = get_list(*record, "header_names");
+  auto header_contents = get_list(*record, "header_contents");
+  auto name_expressions = get_list(*record, "name_expressions");
+  auto extra = get_list(*record, "options");
+  const std::string& relocatable = record->at("relocatable");
+  if (!target || !include_paths || !header_names || !header_contents || !name_expressions || !extra ||
+      header_names->size() != header_contents->size() || (relocatable != "0" && relocatable != "1")) {
+    return std::nullopt;
+  }
+  CompileOptions options;
+  try {
+    options.arch = Arch::parse(record->at("arch"));
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  options.target = *target;
+  options.relocatable = relocatable == "1";
+  options.include_paths = std::move(*include_paths);
+  for (std::size_t i = 0; i < header_names->size(); ++i) {
+    options.headers.push_back(Header{std::move((*header_names)[i]), std::move((*header_contents)[i])});
+  }
+  options.name_expressions = std::move(*name_expressions);
+  options.options = std::move(*extra);
+  return std::make_pair(Program(record->at("source"), record->at("name")), std::move(options));
+}
+
+int serve_compile_request(int in, int out) {
+  bool too_long = false;
+  const std::string request = read_all(in, request_limit, too_long);
+  const auto decoded = too_long ? std::nullopt : decode_compile_request(request);
+  if (!decoded) {
+    std::fputs("cujit-compile-worker: the request on stdin is not a compile request\n", stderr);
+    return 2;
+  }
+  std::string reply;
+  try {
+    reply = encode_reply(decoded->first.compile(decoded->second));
+  } catch (const Error& error) {
+    reply = encode_error_reply(error);
+  } catch (const std::exception& error) {
+    reply = encode_error_reply(Error(ErrorKind::compile, "cujit-compile-worker",
+                                     "compiling '" + decoded->first.name() + "' failed: " + error.what()));
+  }
+  return write_all(out, reply) ? 0 : 3;
+}
+
+}  // namespace cujit::detail

@@ -1,0 +1,63 @@
+#pragma once
+// NVRTC compiles in worker processes. NVRTC 13.0 runs one compile at a time per process
+// however many threads call it (measured: two threads compiling CUB sources take 1.69 s
+// where one after the other take 1.53 s; the NVRTC guide neither documents the lock nor
+// names an option that lifts it: -split-compile splits only one compile's optimizer), so
+// k sources compiled side by side overlap only when each compiles in a process of its own.
+//
+// The worker (`cujit-compile-worker`, core/tools/) runs Program::compile on a request read
+// from stdin and writes the result or the error on stdout; the caller rebuilds exactly what
+// an in-process compile returns or throws (same bytes, log, lowered names; the same Error
+// kind, component, message and log). Cache keys never see where a compile ran: compile_cached
+// computes them in the caller either way. A worker that cannot start, crashes, hangs past
+// its timeout, floods its output or answers nonsense is Error(compile) naming the input,
+// the worker and what happened, with the tail of its stderr as the log.
+//
+// Environment: CUJIT_COMPILE_IN_PROCESS=1 keeps every compile in the calling process;
+// CUJIT_COMPILE_WORKER (an absolute path) names the worker, default the one built with
+// this libcujit; CUJIT_COMPILE_WORKER_TIMEOUT (seconds, default 600) bounds one compile.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compile/worker_process.hpp"
+#include "cujit/program.hpp"
+
+namespace cujit::detail {
+
+// Marks the calling thread's compiles, while it lives, as ones that run side by side with
+// others (link/compile_sources.hpp sets it when two or more sources compile at once).
+class SideBySideCompiles {
+ public:
+  SideBySideCompiles();
+  ~SideBySideCompiles();
+  SideBySideCompiles(const SideBySideCompiles&) = delete;
+  SideBySideCompiles& operator=(const SideBySideCompiles&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// The worker to use for side-by-side compiles: nullopt when CUJIT_COMPILE_IN_PROCESS is set
+// or no worker executable is there (then compiles stay in-process, with identical results).
+std::optional<std::string> compile_worker_path();
+
+// Program::compile, in a worker process when the calling thread is inside
+// SideBySideCompiles and a worker is available, else in this process. Same result, same
+// errors either way.
+CompileResult compile_program(const Program& program, const CompileOptions& options);
+
+// Program::compile in the worker started as `worker_argv` (argv[0] an absolute path).
+CompileResult compile_in_worker(const Program& program, const CompileOptions& options,
+                                const std::vector<std::string>& worker_argv, const WorkerLimits& limits);
+
+// The worker's side: reads one request from `in`, compiles it, writes the reply to `out`.
+// Returns the process exit status (0 when a reply, success or compile error, was written).
+int serve_compile_request(int in, int out);
+
+// The request and reply encodings (support/record.hpp), exposed for tests.
+std::string encode_compile_request(const Program& program, const CompileOptions& options);
+std::optional<std::pair<Program, CompileOptions>> decode_compile_request(std::string_view bytes);
+
+}  // namespace cujit::detail
