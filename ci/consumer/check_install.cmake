@@ -1,0 +1,56 @@
+# Package.ConsumerBuildsAgainstInstall: installs the cujit build BUILD_DIR into a fresh
+# prefix under WORK_DIR, then configures, builds and runs ci/consumer against it with
+# find_package(cujit 0.2 REQUIRED), and checks the pkg-config file when pkg-config exists.
+# Run as: cmake -DBUILD_DIR=... -DWORK_DIR=... -DSOURCE_DIR=... -DGENERATOR=...
+#               -DCXX_COMPILER=... -DLIBDIR=lib -P check_install.cmake
+foreach(variable BUILD_DIR WORK_DIR SOURCE_DIR GENERATOR CXX_COMPILER LIBDIR)
+  if(NOT DEFINED ${variable})
+    message(FATAL_ERROR "check_install.cmake: -D${variable}=... is required")
+  endif()
+endforeach()
+
+function(run_step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE output
+                  ERROR_VARIABLE output)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${status}):\n${output}")
+  endif()
+  set(step_output "${output}" PARENT_SCOPE)
+endfunction()
+
+set(prefix ${WORK_DIR}/prefix)
+set(consumer_build ${WORK_DIR}/consumer-build)
+file(REMOVE_RECURSE ${WORK_DIR})
+
+run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+foreach(installed include/cujit/program.hpp include/cujit/nrt.cuh
+        include/cujit/nrt_functions.def ${LIBDIR}/cmake/cujit/cujitConfig.cmake
+        ${LIBDIR}/cmake/cujit/cujitConfigVersion.cmake ${LIBDIR}/pkgconfig/cujit.pc)
+  if(NOT EXISTS ${prefix}/${installed})
+    message(FATAL_ERROR "cmake --install did not install ${installed} under ${prefix}")
+  endif()
+endforeach()
+
+# The prefix alone: the consumer must not find the build tree or its dependencies' sources.
+run_step("configuring the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${consumer_build}
+  -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+run_step("building the consumer" ${CMAKE_COMMAND} --build ${consumer_build})
+run_step("running the consumer" ${consumer_build}/cujit_consumer)
+message(STATUS "${step_output}")
+
+# pkg-config: link the consumer's object file with what cujit.pc says, and run that too.
+find_program(PKG_CONFIG_EXECUTABLE pkg-config)
+if(NOT PKG_CONFIG_EXECUTABLE)
+  message(STATUS "pkg-config not installed: cujit.pc was installed but not read")
+  return()
+endif()
+set(ENV{PKG_CONFIG_PATH} ${prefix}/${LIBDIR}/pkgconfig)
+run_step("pkg-config --libs cujit" ${PKG_CONFIG_EXECUTABLE} --print-errors --libs cujit)
+string(STRIP "${step_output}" pkg_libs)
+separate_arguments(pkg_libs UNIX_COMMAND "${pkg_libs}")
+file(GLOB_RECURSE consumer_object ${consumer_build}/CMakeFiles/*compile_to_cubin.cpp.o)
+run_step("linking the consumer with pkg-config's flags" ${CXX_COMPILER} ${consumer_object}
+  -o ${WORK_DIR}/cujit_consumer_pkgconfig ${pkg_libs})
+run_step("running the pkg-config-linked consumer" ${WORK_DIR}/cujit_consumer_pkgconfig)
+message(STATUS "pkg-config --libs cujit: ${pkg_libs}")
