@@ -5,9 +5,11 @@
 set -euo pipefail
 
 # libhiredis-dev: the build cache's remote tier (Redis); redis-server: its tests, which
-# start their own server on a loopback port.
+# start their own server on a loopback port. doxygen: the API reference (`docs` target) and
+# the check that every public declaration is documented; pkg-config: the package test.
 packages=(cmake g++ make libgtest-dev libbenchmark-dev libssl-dev nlohmann-json3-dev libcli11-dev
-          python3 python3-matplotlib clang libclang-rt-14-dev libhiredis-dev redis-server)
+          python3 python3-matplotlib clang libclang-rt-14-dev libhiredis-dev redis-server
+          doxygen pkg-config)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

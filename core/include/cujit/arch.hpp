@@ -9,28 +9,40 @@
 
 namespace cujit {
 
+/// A GPU architecture: compute capability `major.minor` and a suffix ('a' arch-specific,
+/// 'f' family, '\0' none). A value; comparisons order by major, minor, then suffix.
 class Arch {
  public:
-  // sm_90 by default: the project's reference machine.
+  /// sm_90 by default: the project's reference machine.
   constexpr Arch() = default;
+  /// The architecture `major.minor` with `suffix` ('a', 'f' or '\0'); not checked.
   constexpr Arch(int major, int minor, char suffix = '\0') noexcept
       : major_(major), minor_(minor), suffix_(suffix) {}
 
-  // Accepts "sm_90", "sm_90a", "compute_90", "lto_90", "90", "9.0", "sm_100f".
-  // Throws Error(usage) naming the text otherwise.
+  /// Parses "sm_90", "sm_90a", "compute_90", "lto_90", "90", "9.0", "sm_100f".
+  /// \throws Error (usage) naming the text when it is none of these.
   static Arch parse(std::string_view text);
-  // The architecture of device `ordinal` (needs a GPU; Error(cuda) otherwise).
+  /// The architecture of device `ordinal`.
+  /// \throws CudaError when there is no such device or no driver (needs a GPU).
   static Arch of_device(int ordinal = 0);
 
+  /// The major compute capability (9 for sm_90).
   int major() const noexcept { return major_; }
+  /// The minor compute capability (0 for sm_90).
   int minor() const noexcept { return minor_; }
+  /// 'a' (arch-specific), 'f' (family) or '\0'.
   char suffix() const noexcept { return suffix_; }
+  /// major * 10 + minor: 90 for sm_90a.
   int number() const noexcept { return major_ * 10 + minor_; }
 
-  std::string sm() const;       // "sm_90a"
-  std::string compute() const;  // "compute_90a"
+  /// The SASS name with its suffix: "sm_90a".
+  std::string sm() const;
+  /// The virtual (PTX) name with its suffix: "compute_90a".
+  std::string compute() const;
+  /// The same as sm().
   std::string str() const { return sm(); }
 
+  /// Orders by major, minor, then suffix.
   friend auto operator<=>(const Arch&, const Arch&) = default;
 
  private:
@@ -39,12 +51,13 @@ class Arch {
   char suffix_ = '\0';
 };
 
-// Pure compatibility rules, the ones nvJitLink and ptxas apply:
-// PTX for `ptx_target` can be compiled for `target` when target is the same or a newer
-// architecture, except arch-specific PTX ('a': only that exact arch) and family PTX ('f':
-// the same major version, same or newer minor).
+/// Whether PTX for `ptx_target` can be compiled for `target`, by the rule nvJitLink and
+/// ptxas apply: target is the same or a newer architecture, except arch-specific PTX ('a':
+/// only that exact arch) and family PTX ('f': the same major version, same or newer minor).
+/// Pure.
 bool ptx_compiles_for(const Arch& ptx_target, const Arch& target) noexcept;
-// SASS built for `built` runs on `target`: same major version, same or newer minor.
+/// Whether SASS built for `built` runs on `target`: same major version, same or newer
+/// minor. Pure.
 bool sass_runs_on(const Arch& built, const Arch& target) noexcept;
 
 }  // namespace cujit

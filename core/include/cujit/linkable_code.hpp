@@ -15,50 +15,69 @@
 
 namespace cujit {
 
-// Raw bytes. std::string is used as the byte container: cheap to build from literals and
-// files, and every consumer API takes (pointer, size).
+/// Raw bytes. std::string is used as the byte container: cheap to build from literals and
+/// files, and every consumer API takes (pointer, size).
 using Bytes = std::string;
 
+/// Device code of one format, with its name, NRT flag and lowered names: what compiles
+/// produce and links consume. Built only by the factories, which check the bytes.
 class LinkableCode {
  public:
+  /// PTX text. \throws Error (format) naming `name` when it is not intact PTX.
   static LinkableCode ptx(std::string text, std::string name);
+  /// CUDA C++ source, compiled by NVRTC when linked. \throws Error (format) when it is not text.
   static LinkableCode cuda_source(std::string source, std::string name);
+  /// LTO-IR. \throws Error (format) naming `name` when the bytes are not intact LTO-IR.
   static LinkableCode ltoir(Bytes bytes, std::string name);
+  /// A cubin (CUDA ELF). \throws Error (format) naming `name` when it is damaged.
   static LinkableCode cubin(Bytes bytes, std::string name);
+  /// A fatbin. \throws Error (format) naming `name` when it or an entry is damaged.
   static LinkableCode fatbin(Bytes bytes, std::string name);
+  /// A host object with embedded device code. \throws Error (format) when it is damaged or
+  /// holds none.
   static LinkableCode object(Bytes bytes, std::string name);
+  /// A static archive of such objects. \throws Error (format) when a member is damaged.
   static LinkableCode archive(Bytes bytes, std::string name);
-  // Any format, checked: the bytes must look like `format` and be intact.
+  /// Any format, checked: the bytes must look like `format` and be intact.
+  /// \throws Error (format) naming `name` and what is wrong otherwise.
   static LinkableCode from_bytes(Format format, Bytes bytes, std::string name);
-  // Format from the extension, then checked against the content. The name is the path.
-  // Only a regular file of at most max_file_bytes is read (opened without blocking, sized
-  // first); anything else is Error(io) naming the path and what it is.
+  /// Format from the extension, then checked against the content. The name is the path.
+  /// Only a regular file of at most max_file_bytes is read (opened without blocking, sized
+  /// first); anything else is Error(io) naming the path and what it is.
   static LinkableCode from_path(const std::filesystem::path& path);
+  /// The largest file from_path() reads: 1 GiB.
   static constexpr std::uint64_t max_file_bytes = std::uint64_t{1} << 30;
 
+  /// The format the bytes were checked as.
   Format format() const noexcept { return format_; }
+  /// The code itself.
   const Bytes& bytes() const noexcept { return bytes_; }
+  /// The given name or path, used in every message about this code (may be empty).
   const std::string& name() const noexcept { return name_; }
 
-  // True when this code calls into the NRT device runtime, which cujit cannot detect
-  // itself (external PTX / LTO-IR / C++ are not scanned).
+  /// True when this code calls into the NRT device runtime, which cujit cannot detect
+  /// itself (external PTX / LTO-IR / C++ are not scanned).
   bool nrt() const noexcept { return nrt_; }
+  /// Marks this code as calling NRT (or not); returns *this.
   LinkableCode& set_nrt(bool needs_nrt) & noexcept {
     nrt_ = needs_nrt;
     return *this;
   }
+  /// Marks this code as calling NRT (or not); returns the moved *this.
   LinkableCode&& set_nrt(bool needs_nrt) && noexcept {
     nrt_ = needs_nrt;
     return std::move(*this);
   }
 
-  // Name expression -> lowered (mangled) symbol, from the NVRTC compiles this code came
-  // from (a link carries those of all its inputs).
+  /// Name expression -> lowered (mangled) symbol, from the NVRTC compiles this code came
+  /// from (a link carries those of all its inputs).
   const std::map<std::string, std::string>& lowered_names() const noexcept { return lowered_; }
+  /// Replaces the lowered names; returns *this.
   LinkableCode& set_lowered_names(std::map<std::string, std::string> names) & {
     lowered_ = std::move(names);
     return *this;
   }
+  /// Replaces the lowered names; returns the moved *this.
   LinkableCode&& set_lowered_names(std::map<std::string, std::string> names) && {
     lowered_ = std::move(names);
     return std::move(*this);

@@ -6,12 +6,15 @@
 #include <filesystem>
 #include <string>
 
+/// Where the CUDA toolkit's headers are, for compiles that include CUB or CCCL.
 namespace cujit::toolkit {
 
-// CUJIT_CUDA_INCLUDE if set, else the toolkit include directory cujit was built with.
+/// The environment variable CUJIT_CUDA_INCLUDE if set, else the toolkit include directory
+/// cujit was built with. Never checks that it exists.
 std::filesystem::path include_dir();
-// include_dir()/cccl when it exists (CUDA 13 layout), else include_dir().
+/// include_dir()/cccl when it exists (CUDA 13 layout), else include_dir().
 std::filesystem::path cccl_dir();
-// CCCL_VERSION from cuda/std/__cccl/version.h ("3000001"); Error(io) when missing.
+/// CCCL_VERSION from cuda/std/__cccl/version.h ("3000001").
+/// \throws Error (io) naming the file when it is missing or holds no version.
 std::string cccl_version();
 }  // namespace cujit::toolkit

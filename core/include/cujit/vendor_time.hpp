@@ -35,34 +35,39 @@
 
 namespace cujit {
 
+/// A thread's time and call counts inside NVRTC, nvJitLink and the Driver API (see the
+/// semantics above); a snapshot, or the difference of two.
 struct VendorTime {
-  std::uint64_t nvrtc_ns = 0;      // inside nvrtc* calls
-  std::uint64_t nvjitlink_ns = 0;  // inside nvJitLink* calls
-  std::uint64_t driver_ns = 0;     // inside cu* Driver API calls (linker, modules, launches...)
-  std::uint64_t nvrtc_calls = 0;
-  std::uint64_t nvjitlink_calls = 0;
-  std::uint64_t driver_calls = 0;
+  std::uint64_t nvrtc_ns = 0;      ///< inside nvrtc* calls
+  std::uint64_t nvjitlink_ns = 0;  ///< inside nvJitLink* calls
+  std::uint64_t driver_ns = 0;     ///< inside cu* Driver API calls (linker, modules, launches...)
+  std::uint64_t nvrtc_calls = 0;       ///< calls into NVRTC (its loading counts as one)
+  std::uint64_t nvjitlink_calls = 0;   ///< calls into nvJitLink
+  std::uint64_t driver_calls = 0;      ///< calls into the Driver API
 
+  /// The time inside all three libraries.
   std::uint64_t total_ns() const noexcept { return nvrtc_ns + nvjitlink_ns + driver_ns; }
+  /// The calls into all three libraries.
   std::uint64_t total_calls() const noexcept { return nvrtc_calls + nvjitlink_calls + driver_calls; }
 
-  // later - earlier: what happened between two snapshots of one thread.
+  /// later - earlier: what happened between two snapshots of one thread.
   friend VendorTime operator-(const VendorTime& later, const VendorTime& earlier) noexcept {
     return {later.nvrtc_ns - earlier.nvrtc_ns,         later.nvjitlink_ns - earlier.nvjitlink_ns,
             later.driver_ns - earlier.driver_ns,       later.nvrtc_calls - earlier.nvrtc_calls,
             later.nvjitlink_calls - earlier.nvjitlink_calls,
             later.driver_calls - earlier.driver_calls};
   }
-  // Sums of differences, e.g. over the worker threads of a benchmark.
+  /// Sums of differences, e.g. over the worker threads of a benchmark.
   friend VendorTime operator+(const VendorTime& a, const VendorTime& b) noexcept {
     return {a.nvrtc_ns + b.nvrtc_ns,       a.nvjitlink_ns + b.nvjitlink_ns,
             a.driver_ns + b.driver_ns,     a.nvrtc_calls + b.nvrtc_calls,
             a.nvjitlink_calls + b.nvjitlink_calls, a.driver_calls + b.driver_calls};
   }
+  /// Equal when every field is.
   friend bool operator==(const VendorTime&, const VendorTime&) = default;
 };
 
-// The calling thread's totals since it started. Never throws, never allocates or locks.
+/// The calling thread's totals since it started. Never throws, never allocates or locks.
 VendorTime vendor_time() noexcept;
 
 }  // namespace cujit
