@@ -10,6 +10,8 @@
   "the `X` preset", "Presets: `X`, ...") is in CMakePresets.json;
 - every conformance area (`conformance_X`) named is an executable of
   conformance/CMakeLists.txt, and docs/architecture.md names every one;
+- every path into the tree in a code span (`ci/run.sh`, `docs/results/...`) exists (a stem
+  such as `scenarios/providers/x` names the files x.*);
 - every JSON field in a field table (a table whose first column is headed "field") exists
   as a quoted string in the code that produces or reads it: the files named in a
   `<!-- json-fields: PATH ... -->` comment before the table, else the source file the
@@ -201,6 +203,24 @@ def preset_mentions(text):
                 yield number, "configure", name
 
 
+TREE_PATH = re.compile(r"^((?:core|ci|cmake|docs|bench|scenarios|conformance|reports|fuzz|cli|"
+                       r"\.ci)/[\w./+-]*)$")
+
+
+def tree_paths(line):
+    """Paths into the source tree that the code spans of a line name (no patterns)."""
+    for span in code_spans(line):
+        for token in span.split():
+            match = TREE_PATH.match(token.rstrip(".,:;)"))
+            if match and not any(mark in match.group(1) for mark in ("<", "*", "{", "...")):
+                yield match.group(1)
+
+
+def path_exists(root, path):
+    target = root / path
+    return target.exists() or any(target.parent.glob(target.name + ".*"))
+
+
 def conformance_areas(root):
     path = root / "conformance" / "CMakeLists.txt"
     text = path.read_text() if path.is_file() else ""
@@ -276,6 +296,9 @@ def check(root, cujit):
                     problems.append(f"{where}:{number}: {name} is not a CMake option or cache "
                                     "variable, not a macro the build defines, and no source reads it")
         for number, line in enumerate(text.splitlines(), 1):
+            for path in tree_paths(line):
+                if not path_exists(root, path):
+                    problems.append(f"{where}:{number}: `{path}` does not exist")
             for area in re.findall(r"`(conformance_[a-z_]+)`", line):
                 if area not in areas:
                     problems.append(f"{where}:{number}: {area} is no conformance area "
@@ -309,6 +332,7 @@ def self_test(root, cujit):
         "variable": ("Set CUJIT_NO_SUCH_VARIABLE=1.", "CUJIT_NO_SUCH_VARIABLE"),
         "preset": ("Configure with `cmake --preset nosuch`.", "preset `nosuch`"),
         "area": ("The area `conformance_nosuch` tests it.", "conformance_nosuch is no"),
+        "path": ("See `ci/no_such_script.sh`.", "`ci/no_such_script.sh` does not exist"),
         "field": ("<!-- json-fields: bench/support/run_record.cpp -->\n| field | value |\n"
                   "|---|---|\n| `no_such_field` | x |", "`no_such_field`"),
     }
