@@ -35,6 +35,10 @@ endforeach()
 run_step("configuring the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${consumer_build}
   -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release
   -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+file(STRINGS ${consumer_build}/CMakeCache.txt found_at REGEX "^cujit_DIR:")
+if(NOT found_at STREQUAL "cujit_DIR:PATH=${prefix}/${LIBDIR}/cmake/cujit")
+  message(FATAL_ERROR "the consumer found cujit elsewhere than the prefix: ${found_at}")
+endif()
 run_step("building the consumer" ${CMAKE_COMMAND} --build ${consumer_build})
 run_step("running the consumer" ${consumer_build}/cujit_consumer)
 message(STATUS "${step_output}")
