@@ -7,7 +7,9 @@ lists the undocumented declarations header by header. Without Doxygen it says so
 77, which CTest counts as skipped (ci/setup.sh installs doxygen).
 
 Doxygen reports a member only once its class or namespace is documented, so a header's
-count can grow as its outer declarations get their comments.
+count can grow as its outer declarations get their comments; and it never reports a
+namespace itself, so this script does: every namespace (but `detail`) needs a comment in
+at least one header.
 
 Usage:
     ci/check_api_docs.py [--root DIR] [--doxygen PATH]
@@ -55,6 +57,28 @@ def undocumented(root, doxygen):
     return result.returncode, by_header
 
 
+def undocumented_namespaces(root):
+    """{header: [warning]} for namespaces that no header documents."""
+    declared, documented = {}, set()
+    for header in sorted((root / "core" / "include" / "cujit").glob("*.hpp")):
+        lines = header.read_text().splitlines()
+        for number, line in enumerate(lines, 1):
+            match = re.match(r"^\s*namespace ([\w:]+) \{", line)
+            if not match or match.group(1).split("::")[-1] == "detail":
+                continue
+            name = match.group(1)
+            declared.setdefault(name, (header.name, number))
+            before = next((text.strip() for text in reversed(lines[:number - 1]) if text.strip()), "")
+            if before.startswith("///") or before.endswith("*/"):
+                documented.add(name)
+    found = collections.defaultdict(list)
+    for name, (header, number) in declared.items():
+        if name not in documented:
+            found[header].append(f"{number}: namespace {name} is not documented in any header "
+                                 "(Doxygen checks none of its functions until it is)")
+    return found
+
+
 def report(status, by_header):
     for header in sorted(by_header):
         warnings = sorted(set(by_header[header]), key=lambda text: int(text.split(":")[0])
@@ -92,6 +116,13 @@ def self_test(doxygen):
                   f"(exit {status}, {dict(found)})")
             return 1
         print(f"check_api_docs self-test: caught undocumented.hpp:{caught[0]}")
+        (headers / "hidden.hpp").write_text(
+            "#pragma once\nnamespace cujit::hidden {\nint add_three(int x);\n}\n")
+        hidden = undocumented_namespaces(root).get("hidden.hpp", [])
+        if not hidden:
+            print("check_api_docs self-test: an undocumented namespace was NOT caught")
+            return 1
+        print(f"check_api_docs self-test: caught hidden.hpp:{hidden[0]}")
     return 0
 
 
@@ -106,7 +137,10 @@ def main():
         return SKIPPED
     if args.self_test:
         return self_test(args.doxygen)
-    return report(*undocumented(args.root.resolve(), args.doxygen))
+    status, by_header = undocumented(args.root.resolve(), args.doxygen)
+    for header, warnings in undocumented_namespaces(args.root.resolve()).items():
+        by_header[header] += warnings
+    return report(status, by_header)
 
 
 if __name__ == "__main__":
