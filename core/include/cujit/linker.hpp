@@ -13,29 +13,11 @@
 #include "cujit/arch.hpp"
 #include "cujit/build_cache.hpp"
 #include "cujit/cache_key.hpp"
+#include "cujit/link_options.hpp"
 #include "cujit/linkable_code.hpp"
 #include "cujit/program.hpp"
 
 namespace cujit {
-
-enum class LinkerBackend { nvjitlink, driver };
-
-std::string_view to_string(LinkerBackend backend) noexcept;
-std::optional<LinkerBackend> parse_linker_backend(std::string_view name) noexcept;
-
-struct LinkOptions {
-  Arch arch;
-  // Link-time optimisation over the LTO-IR inputs. nvJitLink only; with no LTO-IR among
-  // the inputs it is a no-op rather than nvJitLink's NO_MODULE_IN_PROGRAM failure.
-  bool lto = false;
-  // nullopt: choose_backend() decides.
-  std::optional<LinkerBackend> backend;
-  // How `cu` inputs are compiled (through compile_cached) before they are linked; the
-  // linker sets the architecture and the target (cu_compile_target).
-  CompileOptions compile;
-  // Extra nvJitLink options, verbatim (e.g. "-g", "-O0"); ignored by the driver backend.
-  std::vector<std::string> nvjitlink_options;
-};
 
 // Pure: the backend for a link. An explicit request wins; then the CUJIT_LINKER
 // environment value ("nvjitlink" / "driver", passed in so this stays pure); otherwise
@@ -55,9 +37,13 @@ bool backend_accepts(LinkerBackend backend, Format format) noexcept;
 // LTO-IR when LTO is on and the backend takes LTO-IR, otherwise PTX.
 CompileTarget cu_compile_target(LinkerBackend backend, bool lto) noexcept;
 
+/// How a `cu` input of a link with `options` is compiled to `target`: options.compile with
+/// the link's architecture, the target, and link_nvrtc_options(options.flags) appended.
+CompileOptions cu_compile_options(const LinkOptions& options, CompileTarget target);
+
 // A `cu` input compiled the way a link with these options on this backend needs it
-// (cu_compile_target, options.compile), through compile_cached, keeping its name stem and
-// nrt flag. Other formats are returned unchanged.
+// (cu_compile_target, cu_compile_options), through compile_cached, keeping its name stem
+// and nrt flag. Other formats are returned unchanged.
 LinkableCode compile_for_link(LinkableCode code, const LinkOptions& options,
                               LinkerBackend backend, BuildCache& cache = BuildCache::global());
 
@@ -78,14 +64,15 @@ struct CachedLink {
 
 // The one key recipe for links ("link"; docs/cache.md): the linker's identity (nvJitLink
 // library, or the driver for the driver backend), the backend, the architecture with its
-// suffix, whether LTO runs, the extra nvJitLink options in order, and each distinct input
-// in order by format, name and content digest.
+// suffix, whether LTO runs, the typed flags (add_link_flags), the verbatim nvJitLink
+// options in order, and each distinct input in order by format, name and content digest.
 CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& options,
                   LinkerBackend backend);
 
 class Linker {
  public:
-  // `cache` holds the compiles of `cu` inputs and, for link_cached(), the link.
+  /// `cache` holds the compiles of `cu` inputs and, for link_cached(), the link. Throws
+  /// what check_link_options throws for options the chosen backend cannot honour.
   explicit Linker(LinkOptions options, BuildCache& cache = BuildCache::global());
   ~Linker();
   Linker(Linker&&) noexcept;

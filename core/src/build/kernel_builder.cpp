@@ -79,6 +79,7 @@ KernelBuilder::KernelBuilder(std::string kernel_name, KernelOptions options, Bui
       .add_list("nvrtc_options", compile.options)
       .add_list("nvjitlink_options", link.nvjitlink_options)
       .add("nrt_override", options_.nrt ? (*options_.nrt ? 1 : 0) : -1);
+  add_link_flags(memo_fields_, link.flags);
   for (const Header& header : compile.headers) {
     memo_fields_.add("header", header.name).add("header_digest", sha256_hex(header.content));
   }
@@ -136,9 +137,7 @@ KernelBuilder& KernelBuilder::declare(DeclaredFunction function) {
 // CUDA C++ compiled through the one cached compile, with the kernel's compile options and
 // the headers the builder provides ("cujit/nrt.cuh", "cujit/declarations.cuh").
 LinkableCode KernelBuilder::compile(const LinkableCode& code, CompileTarget target) const {
-  CompileOptions compile = options_.link.compile;
-  compile.arch = options_.link.arch;
-  compile.target = target;
+  CompileOptions compile = cu_compile_options(options_.link, target);
   for (Header& header : headers()) compile.headers.push_back(std::move(header));
   return compile_cached(Program(code.bytes(), code.name()), compile, *cache_).result.code.set_nrt(code.nrt());
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cujit/arch.hpp"
+#include "cujit/link_options.hpp"
 #include "cujit/linkable_code.hpp"
 
 namespace cujit::detail {
@@ -33,9 +34,11 @@ class LinkSession {
   virtual std::string backend_name() const = 0;
 };
 
+// `extra`: the option strings after -arch and -lto (nvjitlink_option_strings).
 std::unique_ptr<LinkSession> open_nvjitlink_session(const Arch& arch, bool lto,
                                                     const std::vector<std::string>& extra);
-std::unique_ptr<LinkSession> open_driver_session(const Arch& arch);
+// `flags` as CU_JIT_* options (driver_jit_options.hpp); checked by check_link_options.
+std::unique_ptr<LinkSession> open_driver_session(const Arch& arch, const LinkFlags& flags);
 
 // "13.0", or "unavailable (why)" when nvJitLink cannot be loaded.
 std::string nvjitlink_version_string();

@@ -16,6 +16,7 @@
 #include "link/nvjitlink_api.hpp"
 #include "support/library_identity.hpp"
 #include "support/record.hpp"
+#include "support/trace_range.hpp"
 
 namespace cujit {
 namespace {
@@ -102,21 +103,16 @@ void check_duplicate_definitions(const std::vector<const LinkableCode*>& inputs,
 
 std::unique_ptr<detail::LinkSession> open_session(LinkerBackend backend,
                                                   const LinkOptions& options, bool lto) {
-  if (backend == LinkerBackend::driver) return detail::open_driver_session(options.arch);
-  return detail::open_nvjitlink_session(options.arch, lto, options.nvjitlink_options);
+  if (backend == LinkerBackend::driver) return detail::open_driver_session(options.arch, options.flags);
+  return detail::open_nvjitlink_session(options.arch, lto, nvjitlink_option_strings(options, lto));
+}
+
+// The NVTX range of one link, named by its backend: literals, so no formatting per link.
+const char* link_range_name(LinkerBackend backend) noexcept {
+  return backend == LinkerBackend::driver ? "cujit link driver" : "cujit link nvjitlink";
 }
 
 }  // namespace
-
-std::string_view to_string(LinkerBackend backend) noexcept {
-  return backend == LinkerBackend::driver ? "driver" : "nvjitlink";
-}
-
-std::optional<LinkerBackend> parse_linker_backend(std::string_view name) noexcept {
-  if (name == "nvjitlink") return LinkerBackend::nvjitlink;
-  if (name == "driver") return LinkerBackend::driver;
-  return std::nullopt;
-}
 
 LinkerBackend choose_backend(std::optional<LinkerBackend> requested,
                              std::string_view environment_value) {
@@ -152,7 +148,9 @@ LinkerBackend backend_for(const LinkOptions& options) {
 }
 
 Linker::Linker(LinkOptions options, BuildCache& cache)
-    : options_(std::move(options)), backend_(backend_for(options_)), cache_(&cache) {}
+    : options_(std::move(options)), backend_(backend_for(options_)), cache_(&cache) {
+  check_link_options(options_, backend_);
+}
 
 Linker::~Linker() = default;
 Linker::Linker(Linker&&) noexcept = default;
@@ -187,12 +185,18 @@ void Linker::check_target_arch(const LinkableCode& code, const std::string& comp
   }
 }
 
+CompileOptions cu_compile_options(const LinkOptions& options, CompileTarget target) {
+  CompileOptions compile = options.compile;
+  compile.arch = options.arch;
+  compile.target = target;
+  for (std::string& option : link_nvrtc_options(options.flags)) compile.options.push_back(std::move(option));
+  return compile;
+}
+
 LinkableCode compile_for_link(LinkableCode code, const LinkOptions& options,
                               LinkerBackend backend, BuildCache& cache) {
   if (code.format() != Format::cu) return code;
-  CompileOptions compile = options.compile;
-  compile.arch = options.arch;
-  compile.target = cu_compile_target(backend, options.lto);
+  const CompileOptions compile = cu_compile_options(options, cu_compile_target(backend, options.lto));
   const bool nrt = code.nrt();
   LinkableCode compiled =
       compile_cached(Program(code.bytes(), code.name()), compile, cache).result.code;
@@ -308,6 +312,8 @@ CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& op
   key.add("lto", options.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {
                    return carries_ltoir(c->format(), c->bytes());
                  }) ? 1 : 0);
+  add_link_flags(key, options.flags);
+  // The driver backend refuses verbatim nvJitLink options (check_link_options).
   key.add_list("nvjitlink-options", backend == LinkerBackend::nvjitlink ? options.nvjitlink_options
                                                                         : std::vector<std::string>{});
   for (const LinkableCode* code : unique) {
@@ -317,6 +323,7 @@ CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& op
 }
 
 LinkResult Linker::link() const {
+  const detail::TraceRange range(link_range_name(backend_));
   std::vector<std::string> dropped;
   const std::vector<const LinkableCode*> unique = distinct_inputs(inputs_, &dropped);
   // Built only when a message needs it: describing an unnamed input hashes its bytes.

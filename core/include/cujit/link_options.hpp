@@ -1,0 +1,135 @@
+#pragma once
+// What a link is asked to do: the backend, the architecture, LTO, how `cu` inputs are
+// compiled, and typed code-generation options (LinkFlags) that both backends understand.
+// Each flag maps to an nvJitLink option string and to a CU_JIT_* option of the driver
+// linker; a flag a backend cannot honour is refused with Error(unsupported) naming the
+// flag and the backend, never dropped (docs/linking.md, "Link options").
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cujit/arch.hpp"
+#include "cujit/cache_key.hpp"
+#include "cujit/program.hpp"
+
+namespace cujit {
+
+/// The two linker backends: nvJitLink (every format, no GPU needed) and the Driver API
+/// linker (cuLink*, needs a GPU context, takes no LTO-IR).
+enum class LinkerBackend { nvjitlink, driver };
+
+/// "nvjitlink" / "driver".
+std::string_view to_string(LinkerBackend backend) noexcept;
+/// The backend named "nvjitlink" or "driver"; nullopt for any other name.
+std::optional<LinkerBackend> parse_linker_backend(std::string_view name) noexcept;
+
+/// Typed code-generation options of a link. Unset / empty means the backend's default.
+/// They act where the link generates code: PTX inputs (both backends) and LTO-IR inputs
+/// (nvJitLink with LTO); a cubin input is already machine code. Options that change how
+/// CUDA C++ compiles also reach NVRTC for `cu` inputs (link_nvrtc_options).
+struct LinkFlags {
+  /// Device debug information (nvJitLink -g, CU_JIT_GENERATE_DEBUG_INFO; NVRTC -G for `cu`).
+  bool debug = false;
+  /// Line tables (nvJitLink -lineinfo, CU_JIT_GENERATE_LINE_INFO; NVRTC -lineinfo for `cu`).
+  bool line_info = false;
+  /// Register limit per thread, 1 to 255 (-maxrregcount=N, CU_JIT_MAX_REGISTERS).
+  std::optional<unsigned> max_registers;
+  /// ptxas optimisation level 0 to 3 (-O<N>, CU_JIT_OPTIMIZATION_LEVEL). nvJitLink takes
+  /// only 0 and 3.
+  std::optional<unsigned> optimization_level;
+  /// Flush single-precision denormals to zero (-ftz=). nvJitLink with LTO only.
+  std::optional<bool> ftz;
+  /// IEEE single-precision division (-prec-div=). nvJitLink with LTO only.
+  std::optional<bool> prec_div;
+  /// IEEE single-precision square root (-prec-sqrt=). nvJitLink with LTO only.
+  std::optional<bool> prec_sqrt;
+  /// Contract multiplies and adds into FMA (-fma=). nvJitLink with LTO only.
+  std::optional<bool> fma;
+  /// Kernels the program uses; others may be removed (-kernels-used=). nvJitLink only.
+  std::vector<std::string> kernels_used;
+  /// Variables the program uses; others may be removed (-variables-used=). nvJitLink with
+  /// LTO only.
+  std::vector<std::string> variables_used;
+  /// Threads for split compilation, 0 = all processors (-split-compile=N,
+  /// CU_JIT_SPLIT_COMPILE).
+  std::optional<unsigned> split_compile;
+  /// Verbose messages in the info log (-verbose, CU_JIT_LOG_VERBOSE).
+  bool verbose = false;
+  /// Extra ptxas options, in order, each passed as -Xptxas=<option>. nvJitLink only.
+  std::vector<std::string> ptxas_options;
+
+  /// Field-wise equality.
+  bool operator==(const LinkFlags&) const = default;
+};
+
+/// Everything a Linker is asked to do.
+struct LinkOptions {
+  /// The architecture linked for.
+  Arch arch;
+  /// Link-time optimisation over the LTO-IR inputs. nvJitLink only; with no LTO-IR among
+  /// the inputs it is a no-op rather than nvJitLink's NO_MODULE_IN_PROGRAM failure.
+  bool lto = false;
+  /// nullopt: choose_backend() decides.
+  std::optional<LinkerBackend> backend;
+  /// How `cu` inputs are compiled (through compile_cached) before they are linked; the
+  /// linker sets the architecture and the target (cu_compile_target) and appends
+  /// link_nvrtc_options(flags).
+  CompileOptions compile;
+  /// Typed code-generation options, honoured by both backends or refused.
+  LinkFlags flags;
+  /// Escape hatch: nvJitLink option strings passed verbatim after those of `flags`.
+  /// Refused (Error(unsupported)) on the driver backend, which has no such strings.
+  std::vector<std::string> nvjitlink_options;
+};
+
+/// One option a link can be given, as messages and docs name it.
+enum class LinkOption {
+  debug,
+  line_info,
+  max_registers,
+  optimization_level,
+  ftz,
+  prec_div,
+  prec_sqrt,
+  fma,
+  kernels_used,
+  variables_used,
+  split_compile,
+  verbose,
+  ptxas_options,
+  nvjitlink_options,
+};
+
+/// "debug", "line_info", ... (the LinkFlags / LinkOptions field name).
+std::string_view to_string(LinkOption option) noexcept;
+
+/// The options `options` sets, in the canonical order of LinkOption.
+std::vector<LinkOption> options_set(const LinkOptions& options);
+
+/// Checks `options` for a link on `backend`. Throws Error(usage) naming the option for a
+/// value out of range or a name that is empty or holds whitespace, and Error(unsupported)
+/// naming the option and the backend for an option that backend cannot honour (for
+/// nvJitLink: math flags and variables_used without lto, optimisation levels 1 and 2; for
+/// the driver: math flags, kernels_used, variables_used, ptxas_options, nvjitlink_options).
+void check_link_options(const LinkOptions& options, LinkerBackend backend);
+
+/// The nvJitLink option strings of `options` after "-arch=" and "-lto": the flags in
+/// canonical order, then nvjitlink_options verbatim. `lto` says whether the link runs LTO:
+/// options that act only on LTO-IR (math flags, variables_used) are left out without it,
+/// as they would act on nothing (and -variables-used without -lto drops every kernel).
+/// Does not check: call check_link_options first.
+std::vector<std::string> nvjitlink_option_strings(const LinkOptions& options, bool lto);
+
+/// The NVRTC options a `cu` input of a link with `flags` is compiled with, on top of the
+/// link's CompileOptions: -G (debug), -lineinfo, --ftz=, --prec-div=, --prec-sqrt=,
+/// --fmad= (fma). Code already compiled is linked as it is.
+std::vector<std::string> link_nvrtc_options(const LinkFlags& flags);
+
+/// Adds every flag to `key` under fixed labels in a fixed order (kernels_used and
+/// variables_used sorted: their order means nothing; ptxas_options in order), so equal
+/// flags give equal keys and any changed flag a different key.
+void add_link_flags(CacheKey& key, const LinkFlags& flags);
+
+}  // namespace cujit
