@@ -249,6 +249,18 @@ TEST(CompileWorkerHostile, AddAllCompilesTwoSourcesInWorkersAndOneInProcess) {
   EXPECT_EQ(both.inputs().size(), 2u);
 }
 
+// NVRTC's automatic PCH lives in the process that built it: compiles asking for it stay.
+TEST(CompileWorkerHostile, ACompileAskingForThePchStaysInProcess) {
+  const ScopedVariable chosen("CUJIT_COMPILE_WORKER", hostile);
+  const ScopedVariable mode("CUJIT_HOSTILE_WORKER_MODE", "crash");
+  const detail::SideBySideCompiles side_by_side;
+  const Program program(templated_source, "victim.cu");
+  CompileOptions options = options_with_everything(CompileTarget::ptx);
+  EXPECT_THROW(detail::compile_program(program, options), Error);
+  options.options.push_back("-pch");
+  EXPECT_NO_THROW(detail::compile_program(program, options));
+}
+
 TEST(CompileWorker, AddAllInWorkersGivesTheCodeOfAddingOneByOne) {
   const ScopedVariable chosen("CUJIT_COMPILE_WORKER", worker);
   Linker one_by_one(sm90(), BuildCache::disabled());

@@ -145,8 +145,19 @@ std::optional<std::string> compile_worker_path() {
   return path;
 }
 
+namespace {
+// NVRTC's automatic precompiled header lives in the process that made it: a worker would
+// start without it each time, so compiles that ask for it stay in-process.
+bool uses_pch(const CompileOptions& options) {
+  for (const std::string& option : options.options) {
+    if (option == "-pch" || option == "--pch") return true;
+  }
+  return false;
+}
+}  // namespace
+
 CompileResult compile_program(const Program& program, const CompileOptions& options) {
-  if (!side_by_side) return program.compile(options);
+  if (!side_by_side || uses_pch(options)) return program.compile(options);
   const auto worker = compile_worker_path();
   if (!worker) return program.compile(options);
   WorkerLimits limits;

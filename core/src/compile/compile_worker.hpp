@@ -44,8 +44,9 @@ class SideBySideCompiles {
 std::optional<std::string> compile_worker_path();
 
 // Program::compile, in a worker process when the calling thread is inside
-// SideBySideCompiles and a worker is available, else in this process. Same result, same
-// errors either way.
+// SideBySideCompiles, a worker is available and the options do not ask for NVRTC's
+// automatic precompiled header (-pch: it lives in the process that made it), else in this
+// process. Same result, same errors either way.
 CompileResult compile_program(const Program& program, const CompileOptions& options);
 
 // Program::compile in the worker started as `worker_argv` (argv[0] an absolute path).
