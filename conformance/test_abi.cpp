@@ -89,14 +89,17 @@ TEST(CAbi, SixtyFourBitTypesReturnB64) {
 
 TEST(NumbaAbi, MangledNameParametersAndStatus) {
   const auto compiled = abi::compile(add_fn(), options("numba"));
-  EXPECT_EQ(compiled.symbol, "_ZN8__main__3addB2v1Eii");
-  EXPECT_EQ(demangle(compiled.symbol), "__main__::add[abi:v1](int, int)");
+  // numba's own name for the function, flags tag included (test_linking_numba.cpp checks
+  // it against numba's output).
+  EXPECT_EQ(compiled.symbol, abi::mangle_numba("__main__", "add", add_fn().signature.args));
+  EXPECT_EQ(compiled.symbol.rfind("_ZN8__main__3addB2v1B92cw51c", 0), 0u) << compiled.symbol;
+  EXPECT_EQ(demangle(compiled.symbol),
+            "__main__::add[abi:v1][abi:" + abi::numba_flags_tag({}) + "](int, int)");
   const std::string s = compiled.symbol;
   EXPECT_EQ(prototype(compiled.code.bytes(), s),
             ".visible .func(.param .b32 func_retval0)" + s + "(.param .b64 " + s +
                 "_param_0, .param .b32 " + s + "_param_1, .param .b32 " + s + "_param_2)");
-  EXPECT_NE(compiled.declaration.find("int _ZN8__main__3addB2v1Eii(int*, int, int)"),
-            std::string::npos)
+  EXPECT_NE(compiled.declaration.find("int " + s + "(int*, int, int)"), std::string::npos)
       << compiled.declaration;
 }
 
@@ -106,18 +109,24 @@ TEST(NumbaAbi, NumbasOwnNameDemanglesTheSameWay) {
   std::smatch match;
   ASSERT_TRUE(std::regex_search(ptx, match, std::regex(R"(\.visible \.func\s+\([^)]*\)\s*(_ZN\w+))")));
   const std::string demangled = demangle(match[1].str());
-  EXPECT_EQ(demangled.rfind("__main__::add[abi:v1]", 0), 0u) << demangled;
+  EXPECT_EQ(demangled.rfind("__main__::add[abi:v1][abi:cw51c", 0), 0u) << demangled;
   EXPECT_EQ(demangled.substr(demangled.size() - 10), "(int, int)") << demangled;
 }
 
 TEST(NumbaAbi, ManglingEscapesAndNests) {
-  EXPECT_EQ(abi::mangle_numba("pkg.mod", "f", {Type::parse("float64"), Type::parse("int64*")}),
+  const std::vector<std::string> v1{"v1"};
+  EXPECT_EQ(abi::mangle_numba_tags("pkg.mod", "f", {Type::parse("float64"), Type::parse("int64*")}, v1),
             "_ZN3pkg3mod1fB2v1EdPx");
-  EXPECT_EQ(abi::mangle_numba("__main__", "my-fn", {}), "_ZN8__main__7my_2dfnB2v1Ev");
-  EXPECT_EQ(abi::mangle_numba("__main__", "9lives", {Type::parse("uint8")}),
+  EXPECT_EQ(abi::mangle_numba_tags("__main__", "my-fn", {}, v1), "_ZN8__main__7my_2dfnB2v1Ev");
+  EXPECT_EQ(abi::mangle_numba_tags("__main__", "9lives", {Type::parse("uint8")}, v1),
             "_ZN8__main__7_9livesB2v1Eh");
-  EXPECT_EQ(demangle(abi::mangle_numba("pkg.mod", "f", {Type::parse("float32")})),
+  EXPECT_EQ(demangle(abi::mangle_numba_tags("pkg.mod", "f", {Type::parse("float32")}, v1)),
             "pkg::mod::f[abi:v1](float)");
+  // Tags are escaped as names are (base64's '+', '/' and '='), digits first get a '_'.
+  EXPECT_EQ(abi::mangle_numba_tags("m", "f", {}, {"a+/=", "9x"}), "_ZN1m1fB10a_2b_2f_3dB3_9xEv");
+  // The function number is the first tag, the flags the second.
+  EXPECT_EQ(abi::mangle_numba("m", "f", {}, {}, 42),
+            abi::mangle_numba_tags("m", "f", {}, {"v42", abi::numba_flags_tag({})}));
 }
 
 TEST(AbiOutput, LtoIrHasTheMagic) {
@@ -147,7 +156,8 @@ TEST(AbiErrors, CAbiForAKernel) {
                      EXPECT_NE(std::string(error.what()).find("kernel"), std::string::npos););
   // The numba ABI compiles it, as an entry with a mangled name.
   const auto compiled = abi::compile(kernel, options("numba"));
-  EXPECT_NE(compiled.code.bytes().find(".entry _ZN8__main__3addB2v1EPii"), std::string::npos);
+  EXPECT_NE(compiled.code.bytes().find(".entry " + abi::mangle_numba("__main__", "add", kernel.signature.args)),
+            std::string::npos);
 }
 
 TEST(AbiErrors, AbiNameThatIsNotAnIdentifier) {

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "compile/numba_tag_encoding.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
 
@@ -126,8 +127,60 @@ bool is_identifier(std::string_view text) noexcept {
   return true;
 }
 
+std::string NumbaFlags::summary() const {
+  // Only values other than the defaults, sorted by name, as numba's _summary_args gives
+  // them; compile_ptx always sets the three no_* flags and the error model.
+  std::vector<std::string> parts;
+  parts.push_back("compute_capability=(" + std::to_string(cc_major) + ", " +
+                  std::to_string(cc_minor) + ")");
+  if (lineinfo) parts.push_back("dbg_directives_only=True");
+  if (debug) parts.push_back("dbg_extend_lifetimes=True");
+  if (debug || lineinfo) parts.push_back("debuginfo=True");
+  if (!debug) parts.push_back("error_model=numpy");
+  if (fastmath) parts.push_back("fastmath=FastMathOptions({'fast'})");
+  if (forceinline) parts.push_back("forceinline=True");
+  if (inline_always) parts.push_back("inline=InlineOptions('always')");
+  if (max_registers) parts.push_back("max_registers=" + std::to_string(*max_registers));
+  parts.push_back("no_cfunc_wrapper=True");
+  parts.push_back("no_compile=True");
+  parts.push_back("no_cpython_wrapper=True");
+  const std::string fast = std::string("'fastmath': ") + (fastmath ? "True" : "False");
+  const std::string level = std::string("'opt': ") + (opt ? "3" : "0");
+  std::string nvvm = "nvvm_options={" + (nvvm_order == NvvmOptionOrder::fastmath_first
+                                             ? fast + ", " + level
+                                             : level + ", " + fast);
+  if (debug) nvvm += ", 'g': None";
+  if (lto) nvvm += ", 'gen-lto': None";
+  parts.push_back(nvvm + "}");
+  std::string out = "CUDAFlags(";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  return out + ")";
+}
+
+std::string numba_flags_tag(const NumbaFlags& flags) {
+  const std::string& dictionary = detail::numba_flags_dictionary();
+  const std::string summary = flags.summary();
+  const std::optional<std::string> deflated =
+      detail::deflate_like_zlib_level9(dictionary, summary);
+  if (!deflated) {
+    throw Error(ErrorKind::unsupported, "abi::numba_flags_tag",
+                "cujit cannot reproduce numba's ABI tag for the flags '" + summary +
+                    "' exactly (zlib would compress them as a dynamic-Huffman block); "
+                    "name the function by its symbol instead");
+  }
+  return detail::base64(*deflated);
+}
+
 std::string mangle_numba(const std::string& module, const std::string& name,
-                         const std::vector<Type>& args, const std::vector<std::string>& abi_tags) {
+                         const std::vector<Type>& args, const NumbaFlags& flags,
+                         unsigned uid) {
+  return mangle_numba_tags(module, name, args,
+                           {"v" + std::to_string(uid), numba_flags_tag(flags)});
+}
+
+std::string mangle_numba_tags(const std::string& module, const std::string& name,
+                              const std::vector<Type>& args,
+                              const std::vector<std::string>& abi_tags) {
   std::string out = "_ZN";
   std::size_t start = 0;
   while (start <= module.size()) {
@@ -138,7 +191,7 @@ std::string mangle_numba(const std::string& module, const std::string& name,
     start = dot + 1;
   }
   out += length_prefixed(name);
-  for (const std::string& tag : abi_tags) out += "B" + std::to_string(tag.size()) + tag;
+  for (const std::string& tag : abi_tags) out += "B" + length_prefixed(tag);
   out += "E";
   if (args.empty()) return out + "v";
   for (const Type& arg : args) out += arg.itanium();
@@ -146,9 +199,10 @@ std::string mangle_numba(const std::string& module, const std::string& name,
 }
 
 std::string symbol_of(const DeviceFunction& function, Abi abi,
-                      const std::optional<std::string>& abi_name) {
+                      const std::optional<std::string>& abi_name, const NumbaFlags& flags,
+                      unsigned uid) {
   if (abi == Abi::c) return abi_name.value_or(function.name);
-  return mangle_numba(function.module, function.name, function.signature.args);
+  return mangle_numba(function.module, function.name, function.signature.args, flags, uid);
 }
 
 std::string declaration_of(const std::string& symbol, const Signature& signature, Abi abi) {
@@ -193,9 +247,11 @@ CompiledFunction compile(const DeviceFunction& function, const CompileOptions& o
                       "' is not a valid identifier ([A-Za-z_][A-Za-z0-9_]*)");
     }
   }
-  const std::string symbol = function.kernel ? mangle_numba(function.module, function.name,
-                                                            function.signature.args)
-                                             : symbol_of(function, abi, options.abi_name);
+  const std::string symbol =
+      function.kernel ? mangle_numba(function.module, function.name, function.signature.args,
+                                     options.numba_flags, options.numba_uid)
+                      : symbol_of(function, abi, options.abi_name, options.numba_flags,
+                                  options.numba_uid);
   const std::string source = generate_source(function, abi, symbol);
   const std::string program_name = function.module + "." + function.name + ".cu";
   ::cujit::CompileOptions compile_options;
