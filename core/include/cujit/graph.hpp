@@ -3,6 +3,7 @@
 // launch(stream). Both own their handles (destroy() releases early and is idempotent) and
 // keep alive what the execution needs: kernels' modules and host callbacks.
 
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
@@ -36,9 +37,19 @@ class Graph {
   // Keeps a module alive as long as this graph and its executions (for captured graphs,
   // whose kernels cujit did not see).
   void retain(std::shared_ptr<const Module> module);
+  /// Writes the graph as Graphviz DOT (cuGraphDebugDotPrint) to `path`, for debugging:
+  /// every node with its type and, verbose, its parameters (kernel names, copy sizes,
+  /// conditional bodies). Throws Error(usage) for a destroyed graph or an empty path,
+  /// Error(cuda) when the driver cannot write it.
+  void write_dot(const std::filesystem::path& path, bool verbose = true) const;
+  /// The device address a MemAllocNode of this graph has (fixed for the graph's life; the
+  /// memory exists only while a launch runs between the allocation and its free). Throws
+  /// Error(usage) if the node is not an allocation of this graph.
+  DevicePtr allocation(const Node& node) const;
   void destroy() noexcept;
 
  private:
+  friend class ChildGraphNode;
   friend Graph build_graph(std::span<const Node> sinks);
   friend Graph capture(StreamHandle stream, const std::function<void(StreamHandle)>& work);
   friend class GraphExec;
@@ -73,13 +84,23 @@ class GraphExec {
   GraphExec& operator=(const GraphExec&) = delete;
 
   void launch(StreamHandle stream = nullptr);
-  // Waits for the last launch and rethrows the first exception a host node threw there.
+  /// Uploads the execution to the device on `stream` (cuGraphUpload), so that the first
+  /// launch does not pay for it. Throws Error(usage) once destroyed, Error(cuda) otherwise.
+  void upload(StreamHandle stream = nullptr);
+  // Waits for the last launch and rethrows the first exception a host node threw there
+  // (in this graph or its child graphs).
   void synchronize();
 
-  // Pushes a kernel node's current arguments and launch shape into this execution
-  // without re-instantiating (cuGraphExecKernelNodeSetParams). The node must be one this
-  // execution was built from; arguments are checked against the kernel's parameters.
-  void update(const KernelNode& node);
+  /// Pushes a node's current parameters into this execution without re-instantiating:
+  /// a kernel node's arguments and launch shape (cuGraphExecKernelNodeSetParams), a memset
+  /// node's (cuGraphExecMemsetNodeSetParams) or a memcpy node's
+  /// (cuGraphExecMemcpyNodeSetParams; the driver refuses a change of memory kind or
+  /// context). The node must be one this execution was built from and is checked as at
+  /// build; bound allocations resolve to this graph's addresses. Throws Error(usage) for a
+  /// node of another graph, a node inside a conditional body (bodies are fixed at
+  /// instantiation: build again and update(graph)), another kind of node, or bad
+  /// parameters; Error(cuda) when the driver refuses.
+  void update(const Node& node);
   // Takes every parameter of `graph`, which must have this execution's topology
   // (cuGraphExecUpdate); otherwise reports that re-instantiation is needed and changes
   // nothing.

@@ -10,6 +10,10 @@
 //
 // Dependencies are held strongly: a cycle between handles keeps its nodes alive until a
 // dependency is removed (build() refuses cycles, naming the nodes).
+//
+// Values known only once a graph is built (a MemAllocNode's address, a ConditionalNode's
+// handle) reach other nodes by binding: KernelNode::bind(index, source), or the
+// MemsetNode / MemcpyDtoHNode / MemcpyHtoDNode constructors that take a MemAllocNode.
 
 #include <cstddef>
 #include <cstring>
@@ -26,12 +30,50 @@ namespace cujit {
 
 class Graph;
 
-enum class NodeKind { kernel, memcpy_htod, memcpy_dtoh, memcpy_dtod, memset, host, empty };
+/// What a node does. The kinds after `empty` came with issue 18.
+enum class NodeKind {
+  kernel,
+  memcpy_htod,
+  memcpy_dtoh,
+  memcpy_dtod,
+  memset,
+  host,
+  empty,
+  child_graph,   ///< runs a copy of another Graph
+  event_record,  ///< records an Event
+  event_wait,    ///< waits for an Event
+  mem_alloc,     ///< allocates device memory in the graph
+  mem_free,      ///< frees a mem_alloc node's memory
+  conditional,   ///< runs a body graph if, or while, a device-set condition holds
+};
+/// "kernel", "memset", "child graph", "conditional"... for messages.
 std::string_view to_string(NodeKind kind) noexcept;
 
 namespace detail {
 struct NodeData;
-}
+struct EventData;
+}  // namespace detail
+
+/// An owning CUDA event (timing disabled) for EventRecordNode and EventWaitNode. A handle:
+/// copies refer to the same event, which lives while a copy or a graph using it does.
+/// Creating one needs a device (Error(cuda) without).
+class Event {
+ public:
+  /// Creates the event in the current context (device 0's primary one if none is current).
+  /// Throws Error(cuda) without a device.
+  Event();
+  /// Waits until the work the event last recorded is done (at once if never recorded).
+  void synchronize() const;
+  /// True when the work the event last recorded is done (or it was never recorded).
+  bool done() const;
+  /// The CUevent.
+  void* handle() const noexcept;
+
+ private:
+  friend class EventRecordNode;
+  friend class EventWaitNode;
+  std::shared_ptr<detail::EventData> data_;
+};
 
 class Node {
  public:
@@ -63,25 +105,47 @@ class KernelNode : public Node {
   // The launch shape (numba's KernelNode[grid, block]); one block of one thread by default.
   KernelNode& launch(Dim3 grid, Dim3 block, unsigned shared_bytes = 0);
   std::vector<ArgValue>& args() noexcept;
+  /// Argument `index` becomes, at build, the address of `source` (a MemAllocNode) or the
+  /// handle of `source` (a ConditionalNode, for cudaGraphSetConditional in the kernel), 8
+  /// bytes either way; args() must hold an 8-byte placeholder there. The build refuses
+  /// (Error(usage)) a source of another kind, an allocation the node does not come after
+  /// (or that is freed before or alongside it), and a conditional node outside the graph
+  /// that contains this node or its enclosing bodies.
+  KernelNode& bind(std::size_t index, const Node& source);
   const Kernel& kernel() const noexcept;
   Dim3 grid() const noexcept;
   Dim3 block() const noexcept;
   unsigned shared_bytes() const noexcept;
 };
 
+class MemAllocNode;
+
+/// Copies host memory to the device.
 class MemcpyHtoDNode : public Node {
  public:
   MemcpyHtoDNode(DevicePtr dst, const void* src, std::size_t bytes, std::vector<Node> deps = {});
+  /// Into the memory of a MemAllocNode of the same graph (bound at build, see KernelNode::bind).
+  MemcpyHtoDNode(const MemAllocNode& dst, const void* src, std::size_t bytes, std::vector<Node> deps = {});
+  /// New parameters, for GraphExec::update(node) (checked at build or update).
+  MemcpyHtoDNode& set(DevicePtr dst, const void* src, std::size_t bytes);
 };
 
+/// Copies device memory to the host.
 class MemcpyDtoHNode : public Node {
  public:
   MemcpyDtoHNode(void* dst, DevicePtr src, std::size_t bytes, std::vector<Node> deps = {});
+  /// From the memory of a MemAllocNode of the same graph.
+  MemcpyDtoHNode(void* dst, const MemAllocNode& src, std::size_t bytes, std::vector<Node> deps = {});
+  /// New parameters, for GraphExec::update(node).
+  MemcpyDtoHNode& set(void* dst, DevicePtr src, std::size_t bytes);
 };
 
+/// Copies device memory to device memory.
 class MemcpyDtoDNode : public Node {
  public:
   MemcpyDtoDNode(DevicePtr dst, DevicePtr src, std::size_t bytes, std::vector<Node> deps = {});
+  /// New parameters, for GraphExec::update(node).
+  MemcpyDtoDNode& set(DevicePtr dst, DevicePtr src, std::size_t bytes);
 };
 
 // Sets `count` elements of `element_size` bytes (1, 2 or 4) at dst to `value`.
@@ -89,6 +153,12 @@ class MemsetNode : public Node {
  public:
   MemsetNode(DevicePtr dst, unsigned value, unsigned element_size, std::size_t count,
              std::vector<Node> deps = {});
+  /// Sets memory of a MemAllocNode of the same graph (bound at build; the build refuses a
+  /// count that does not fit the allocation).
+  MemsetNode(const MemAllocNode& dst, unsigned value, unsigned element_size, std::size_t count,
+             std::vector<Node> deps = {});
+  /// New parameters, for GraphExec::update(node) (checked there as at build).
+  MemsetNode& set(DevicePtr dst, unsigned value, unsigned element_size, std::size_t count);
 };
 
 // Runs a C++ callable on a driver thread. It must not call CUDA. An exception it throws is
@@ -110,10 +180,75 @@ class EmptyNode : public Node {
   EmptyNode& operator=(EmptyNode&&) noexcept = default;
 };
 
+/// Runs a copy of `graph` (cuGraphAddChildGraphNode copies it when the parent is built;
+/// later changes to `graph` do not reach the parent). The parent keeps what the child's
+/// kernels and host callbacks need alive. Throws Error(usage) if `graph` was destroyed; the
+/// driver refuses (Error(cuda)) a child holding memory or conditional nodes.
+class ChildGraphNode : public Node {
+ public:
+  explicit ChildGraphNode(const Graph& graph, std::vector<Node> deps = {});
+};
+
+/// Records `event` when its dependencies are done; a stream or another graph can wait for
+/// it (EventWaitNode), the host with Event::synchronize().
+class EventRecordNode : public Node {
+ public:
+  explicit EventRecordNode(Event event, std::vector<Node> deps = {});
+};
+
+/// Waits for the last record of `event` (in a graph or on a stream) before its dependents run.
+class EventWaitNode : public Node {
+ public:
+  explicit EventWaitNode(Event event, std::vector<Node> deps = {});
+};
+
+/// Allocates `bytes` of device memory (the current device's default pool) when the graph
+/// runs; the address is fixed for the life of the graph. It reaches other nodes by binding
+/// (KernelNode::bind, MemsetNode / memcpy constructors). Every allocation must be freed by
+/// exactly one MemFreeNode of the same graph, after every node using it: the build refuses
+/// (Error(usage)) an allocation never freed or freed twice, and a use that does not come
+/// after the allocation or may run after (or alongside) its free.
+class MemAllocNode : public Node {
+ public:
+  explicit MemAllocNode(std::size_t bytes, std::vector<Node> deps = {});
+  std::size_t bytes() const noexcept;
+};
+
+/// Frees the memory of `allocation` (which it depends on without being told).
+class MemFreeNode : public Node {
+ public:
+  explicit MemFreeNode(const MemAllocNode& allocation, std::vector<Node> deps = {});
+};
+
+/// Whether a ConditionalNode runs its body once if the condition is non-zero, or again and
+/// again while it is.
+enum class ConditionalKind { if_then, while_loop };
+
+/// A conditional node (CUDA 12.4+): runs the graph of `body` (sinks, built like a graph of
+/// its own when the enclosing graph is built) if, or while, its condition is non-zero. The
+/// condition starts every launch at `default_value`; a kernel sets it with
+/// `cudaGraphSetConditional(handle, value)` (declare it in JIT source as
+/// `extern "C" __device__ void cudaGraphSetConditional(unsigned long long, unsigned);` and
+/// load the kernel from PTX or a whole-program cubin), the handle bound as one of its
+/// arguments (KernelNode::bind). A body may hold kernel, memset, memcpy, empty, child-graph
+/// and conditional nodes only, none of its enclosing graph's nodes, and is fixed when the
+/// enclosing graph is built: editing body nodes afterwards changes nothing built, and
+/// GraphExec::update refuses (Error(usage)) a node inside a body. A graph with a conditional
+/// node has one instantiation at a time (driver rule) and cannot be a child graph.
+class ConditionalNode : public Node {
+ public:
+  ConditionalNode(ConditionalKind kind, std::vector<Node> body, unsigned default_value = 0,
+                  std::vector<Node> deps = {});
+  ConditionalKind conditional_kind() const noexcept;
+  /// The body's sinks (mutable until the enclosing graph is built).
+  std::vector<Node>& body() noexcept;
+};
+
 // The closure of `sinks` over dependencies, each node once, dependencies before
 // dependents: what build() adds, in that order. Throws Error(usage) for an empty graph, a
-// dependency cycle (naming its nodes) or a node whose parameters are invalid. Pure: no
-// driver needed.
+// dependency cycle (naming its nodes), a node whose parameters are invalid, or memory and
+// conditional nodes used against their rules (see MemAllocNode, ConditionalNode; bodies
+// are checked too). Pure: no driver needed.
 std::vector<Node> graph_order(std::span<const Node> sinks);
 
 }  // namespace cujit

@@ -15,6 +15,7 @@
 #include "cujit/abi.hpp"
 #include "cujit/build_cache.hpp"
 #include "cujit/linker.hpp"
+#include "cujit/graph.hpp"
 #include "cujit/graph_node.hpp"
 #include "cujit/module.hpp"
 #include "cujit/signature.hpp"
@@ -139,12 +140,20 @@ Launch launch_for(const ReduceBuild& build, std::uint64_t n);
 // per block of the tiles kernel, none for a single pass.
 std::size_t temp_bytes(const ReduceBuild& build, std::uint64_t n);
 
+/// Temporary storage that covers every n on the current device (one accumulator per block
+/// of the largest grid reduce_into launches): what a graph whose n changes needs.
+/// Throws Error(cuda) without a device.
+std::size_t max_temp_bytes(const ReduceBuild& build);
+
 // out[0] = op(init, in[0], ..., in[n-1]) (in unspecified order and grouping), for any n
 // from 0 (the result is init) to 2^31-1 and beyond, `in` aligned to its type (16-byte
 // aligned input is read in 16-byte vectors). Temporary storage: pass temp with at least
 // temp_bytes(build, n), or 0 to have it allocated when one is needed (and freed after the
 // stream synchronises; a single pass needs none and does not synchronise). `init` must
 // have the accumulator's size.
+// With temp given it allocates nothing, synchronises nothing and reads nothing back, so it
+// can be captured into a graph (capture()); a capture that would need temp allocated is
+// refused with Error(usage) before anything is enqueued.
 void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uint64_t n,
                  const ArgValue& init, StreamHandle stream = nullptr, DevicePtr temp = 0,
                  std::size_t temp_size = 0);
@@ -154,5 +163,39 @@ void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uin
                  StreamHandle stream = nullptr) {
   reduce_into(build, in, out, n, arg_value(init), stream);
 }
+
+/// reduce_into as two kernel nodes of an explicit graph, whose n (and input) can change
+/// after instantiation through GraphExec::update, without re-instantiating: the tiles
+/// kernel (depending on `deps`), then the final kernel (depend on last()). For n up to
+/// build->single_pass_limit the tiles kernel runs as the single pass and the final kernel
+/// does nothing; above, two passes through `temp`, which must hold temp_bytes(*build, n)
+/// for every n set (max_temp_bytes covers all). Throws Error(usage) for init of the wrong
+/// size or too little temp (here and in set_input), Error(cuda) for a build not loaded.
+class ReduceNodes {
+ public:
+  ReduceNodes(std::shared_ptr<const ReduceBuild> build, DevicePtr in, DevicePtr out, std::uint64_t n,
+              ArgValue init, DevicePtr temp, std::size_t temp_size, std::vector<Node> deps = {});
+  /// A new input and n for the nodes; GraphExec::update (update()) pushes them into an
+  /// execution.
+  void set_input(DevicePtr in, std::uint64_t n);
+  std::uint64_t n() const noexcept { return n_; }
+  /// The tiles kernel node (it has the group's dependencies).
+  const KernelNode& first() const noexcept { return tiles_; }
+  /// The final kernel node: what depends on the reduction depends on it.
+  const KernelNode& last() const noexcept { return final_; }
+  /// Pushes both nodes' current parameters into `exec` (built from them).
+  void update(GraphExec& exec) const;
+
+ private:
+  std::shared_ptr<const ReduceBuild> build_;
+  DevicePtr in_ = 0;
+  DevicePtr out_ = 0;
+  std::uint64_t n_ = 0;
+  ArgValue init_;
+  DevicePtr temp_ = 0;
+  std::size_t temp_size_ = 0;
+  KernelNode tiles_;
+  KernelNode final_;
+};
 
 }  // namespace cujit::reduce

@@ -153,11 +153,13 @@ extern "C" __global__ void __launch_bounds__(cujit_block) cujit_reduce_tiles(
   }
 }
 
-// Second pass: one block folds the partials (one per block of the first, count >= 1) and
-// init into *out.
+// Second pass: one block folds the partials (one per block of the first) and init into
+// *out. Count 0 does nothing: a graph's node group keeps this node when its n falls to a
+// single pass (ReduceNodes).
 extern "C" __global__ void __launch_bounds__(cujit_block) cujit_reduce_final(
     const cujit_acc_t* __restrict__ partials, unsigned count, cujit_out_t* out, cujit_acc_t init) {
   __shared__ cujit_acc_t warp_totals[cujit_warps];
+  if (count == 0) return;
   cujit_fold fold{cujit_acc_t{}, false};
   cujit_fold_tiles<cujit_acc_t, false>(partials, count, 0, 1, fold);
   const cujit_acc_t total = cujit_block_fold(fold.acc, count < cujit_block ? count : cujit_block, warp_totals);
@@ -491,8 +493,12 @@ std::size_t temp_bytes(const ReduceBuild& build, std::uint64_t n) {
   return launch.single_pass ? 0 : static_cast<std::size_t>(launch.blocks) * build.accumulator_size;
 }
 
-void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uint64_t n,
-                 const ArgValue& init, StreamHandle stream, DevicePtr temp, std::size_t temp_size) {
+std::size_t max_temp_bytes(const ReduceBuild& build) {
+  return static_cast<std::size_t>(multiprocessors()) * blocks_per_multiprocessor * build.accumulator_size;
+}
+
+namespace {
+void check_runnable(const ReduceBuild& build, const ArgValue& init) {
   if (!build.tiles || !build.final) {
     throw Error(ErrorKind::cuda, component,
                 "the reduce build " + build.key + " was not loaded: " +
@@ -503,6 +509,18 @@ void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uin
                 "init is " + std::to_string(init.bytes.size()) + " bytes; the accumulator is " +
                     std::to_string(build.accumulator_size));
   }
+}
+
+const ReduceBuild& loaded(const std::shared_ptr<const ReduceBuild>& build, const ArgValue& init) {
+  if (!build) throw Error(ErrorKind::usage, component, "ReduceNodes: no build");
+  check_runnable(*build, init);
+  return *build;
+}
+}  // namespace
+
+void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uint64_t n,
+                 const ArgValue& init, StreamHandle stream, DevicePtr temp, std::size_t temp_size) {
+  check_runnable(build, init);
   const KernelArg init_arg{init.bytes.data(), init.bytes.size()};
   const unsigned long long count = n;
   LaunchConfig one_block;
@@ -518,6 +536,15 @@ void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uin
   const std::size_t needed = static_cast<std::size_t>(launch.blocks) * build.accumulator_size;
   std::optional<DeviceBuffer> owned;
   if (temp == 0) {
+    // An allocation and a synchronisation cannot be captured: refuse before enqueuing.
+    CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+    detail::check(detail::driver().cuStreamIsCapturing(static_cast<CUstream>(stream), &capturing),
+                  "cuStreamIsCapturing", "reduce_into: checking for a stream capture");
+    if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
+      throw Error(ErrorKind::usage, component,
+                  "reduce_into of " + std::to_string(n) + " items is being captured and needs " +
+                      std::to_string(needed) + " bytes of temporary storage: pass temp (temp_bytes or max_temp_bytes)");
+    }
     owned.emplace(needed);
     temp = owned->ptr();
   } else if (temp_size < needed) {
@@ -532,6 +559,50 @@ void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uin
   build.final->launch(one_block, std::vector<KernelArg>{arg(temp), arg(partials), arg(out), init_arg});
   // Owned storage is freed when this returns: the work using it must be done by then.
   if (owned) synchronize(stream);
+}
+
+// ---- ReduceNodes -------------------------------------------------------------------------
+
+ReduceNodes::ReduceNodes(std::shared_ptr<const ReduceBuild> build, DevicePtr in, DevicePtr out,
+                         std::uint64_t n, ArgValue init, DevicePtr temp, std::size_t temp_size,
+                         std::vector<Node> deps)
+    : build_(std::move(build)),
+      in_(in),
+      out_(out),
+      init_(std::move(init)),
+      temp_(temp),
+      temp_size_(temp_size),
+      tiles_(*loaded(build_, init_).tiles, {}, std::move(deps)),
+      final_(*build_->final, {}, {tiles_}) {
+  tiles_.set_label("reduce tiles");
+  final_.set_label("reduce final");
+  set_input(in, n);
+}
+
+void ReduceNodes::set_input(DevicePtr in, std::uint64_t n) {
+  const ReduceBuild& build = *build_;
+  const Launch launch = launch_for(build, n);
+  const std::size_t needed = temp_bytes(build, n);
+  if (!launch.single_pass && (temp_ == 0 || temp_size_ < needed)) {
+    throw Error(ErrorKind::usage, component,
+                "ReduceNodes: temporary storage of " + std::to_string(temp_size_) + " bytes; " +
+                    std::to_string(n) + " items need " + std::to_string(needed) + " (max_temp_bytes covers every n)");
+  }
+  in_ = in;
+  n_ = n;
+  const unsigned long long count = n;
+  const DevicePtr partials = launch.single_pass ? 0 : temp_;
+  const auto blocks = static_cast<unsigned>(launch.blocks);
+  tiles_.args() = {arg_value(in_), arg_value(count), arg_value(partials), arg_value(out_), init_};
+  tiles_.launch({blocks}, {build.block_size});
+  const unsigned final_count = launch.single_pass ? 0u : blocks;
+  final_.args() = {arg_value(partials), arg_value(final_count), arg_value(out_), init_};
+  final_.launch({1}, {build.block_size});
+}
+
+void ReduceNodes::update(GraphExec& exec) const {
+  exec.update(tiles_);
+  exec.update(final_);
 }
 
 }  // namespace cujit::reduce

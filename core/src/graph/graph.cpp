@@ -2,6 +2,7 @@
 #include "cujit/graph.hpp"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "cujit/error.hpp"
@@ -34,6 +35,49 @@ CUDA_KERNEL_NODE_PARAMS kernel_node_params(const KernelParams& params, std::vect
   p.sharedMemBytes = params.shared_bytes;
   p.kernelParams = pointers.data();
   return p;
+}
+
+namespace {
+DevicePtr allocation_address(const Node& source, const GraphResources& resources) {
+  const auto found = resources.allocations.find(&source.data());
+  if (found == resources.allocations.end()) {
+    throw Error(ErrorKind::usage, "graph", "allocation " + source.label() + " is not in this graph");
+  }
+  return found->second;
+}
+}  // namespace
+
+KernelParams bound_kernel(const NodeData& data, const GraphResources& resources) {
+  KernelParams params = std::get<KernelParams>(data.params);
+  for (const Binding& b : data.bindings) {
+    unsigned long long value = 0;
+    if (b.source.kind() == NodeKind::conditional) {
+      const auto found = resources.conditions.find(&b.source.data());
+      if (found == resources.conditions.end()) {
+        throw Error(ErrorKind::usage, "graph", "conditional " + b.source.label() + " is not in this graph");
+      }
+      value = found->second;
+    } else {
+      value = allocation_address(b.source, resources);
+    }
+    params.args.at(b.index) = arg_value(value);
+  }
+  return params;
+}
+
+CopyParams bound_copy(const NodeData& data, const GraphResources& resources) {
+  CopyParams params = std::get<CopyParams>(data.params);
+  for (const Binding& b : data.bindings) {
+    (b.slot == Binding::Slot::dst ? params.dst_device : params.src_device) =
+        allocation_address(b.source, resources);
+  }
+  return params;
+}
+
+MemsetParams bound_memset(const NodeData& data, const GraphResources& resources) {
+  MemsetParams params = std::get<MemsetParams>(data.params);
+  for (const Binding& b : data.bindings) params.dst = allocation_address(b.source, resources);
+  return params;
 }
 
 }  // namespace detail
@@ -73,31 +117,41 @@ CUDA_MEMCPY3D copy_params(const detail::CopyParams& c) {
   return m;
 }
 
-CUgraphNode add_node(detail::GraphResources& resources, const detail::NodeData& data,
-                     const std::vector<CUgraphNode>& deps, CUcontext context, const std::string& label) {
+CUDA_MEMSET_NODE_PARAMS memset_params(const detail::MemsetParams& m) {
+  CUDA_MEMSET_NODE_PARAMS p{};
+  p.dst = m.dst;
+  p.value = m.value;
+  p.elementSize = m.element_size;
+  p.width = m.count;
+  p.height = 1;
+  return p;
+}
+
+void add_nodes(detail::GraphResources& resources, CUgraph target, const std::vector<Node>& order,
+               const std::string& body_of);
+
+CUgraphNode add_node(detail::GraphResources& resources, CUgraph target, const detail::NodeData& data,
+                     const std::vector<CUgraphNode>& deps, const std::string& label) {
   const auto& api = detail::driver();
+  const CUcontext context = resources.context;
   CUgraphNode node = nullptr;
   CUresult result = CUDA_SUCCESS;
   const char* call = "";
-  if (const auto* k = std::get_if<detail::KernelParams>(&data.params)) {
+  if (std::holds_alternative<detail::KernelParams>(data.params)) {
+    const detail::KernelParams k = detail::bound_kernel(data, resources);
     std::vector<void*> pointers;
-    const CUDA_KERNEL_NODE_PARAMS p = detail::kernel_node_params(*k, pointers);
+    const CUDA_KERNEL_NODE_PARAMS p = detail::kernel_node_params(k, pointers);
     call = "cuGraphAddKernelNode";
-    result = api.cuGraphAddKernelNode(&node, resources.graph, deps.data(), deps.size(), &p);
-    resources.modules.push_back(k->kernel.module());
-  } else if (const auto* c = std::get_if<detail::CopyParams>(&data.params)) {
-    const CUDA_MEMCPY3D m = copy_params(*c);
+    result = api.cuGraphAddKernelNode(&node, target, deps.data(), deps.size(), &p);
+    resources.modules.push_back(k.kernel.module());
+  } else if (std::holds_alternative<detail::CopyParams>(data.params)) {
+    const CUDA_MEMCPY3D m = copy_params(detail::bound_copy(data, resources));
     call = "cuGraphAddMemcpyNode";
-    result = api.cuGraphAddMemcpyNode(&node, resources.graph, deps.data(), deps.size(), &m, context);
-  } else if (const auto* s = std::get_if<detail::MemsetParams>(&data.params)) {
-    CUDA_MEMSET_NODE_PARAMS p{};
-    p.dst = s->dst;
-    p.value = s->value;
-    p.elementSize = s->element_size;
-    p.width = s->count;
-    p.height = 1;
+    result = api.cuGraphAddMemcpyNode(&node, target, deps.data(), deps.size(), &m, context);
+  } else if (std::holds_alternative<detail::MemsetParams>(data.params)) {
+    const CUDA_MEMSET_NODE_PARAMS p = memset_params(detail::bound_memset(data, resources));
     call = "cuGraphAddMemsetNode";
-    result = api.cuGraphAddMemsetNode(&node, resources.graph, deps.data(), deps.size(), &p, context);
+    result = api.cuGraphAddMemsetNode(&node, target, deps.data(), deps.size(), &p, context);
   } else if (const auto* h = std::get_if<detail::HostParams>(&data.params)) {
     resources.callbacks.push_back(
         std::make_unique<detail::HostCallback>(detail::HostCallback{h->fn, resources.errors}));
@@ -105,13 +159,90 @@ CUgraphNode add_node(detail::GraphResources& resources, const detail::NodeData& 
     p.fn = run_host_callback;
     p.userData = resources.callbacks.back().get();
     call = "cuGraphAddHostNode";
-    result = api.cuGraphAddHostNode(&node, resources.graph, deps.data(), deps.size(), &p);
+    result = api.cuGraphAddHostNode(&node, target, deps.data(), deps.size(), &p);
+  } else if (const auto* c = std::get_if<detail::ChildParams>(&data.params)) {
+    call = "cuGraphAddChildGraphNode";
+    result = api.cuGraphAddChildGraphNode(&node, target, deps.data(), deps.size(), c->graph->graph);
+    resources.children.push_back(c->graph);
+  } else if (const auto* e = std::get_if<detail::EventParams>(&data.params)) {
+    if (data.kind == NodeKind::event_record) {
+      call = "cuGraphAddEventRecordNode";
+      result = api.cuGraphAddEventRecordNode(&node, target, deps.data(), deps.size(), e->event->event);
+    } else {
+      call = "cuGraphAddEventWaitNode";
+      result = api.cuGraphAddEventWaitNode(&node, target, deps.data(), deps.size(), e->event->event);
+    }
+    resources.events.push_back(e->event);
+  } else if (const auto* a = std::get_if<detail::AllocParams>(&data.params)) {
+    CUdevice device = 0;
+    detail::check(api.cuCtxGetDevice(&device), "cuCtxGetDevice", "adding node " + label);
+    CUDA_MEM_ALLOC_NODE_PARAMS p{};
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = device;
+    p.bytesize = a->bytes;
+    call = "cuGraphAddMemAllocNode";
+    result = api.cuGraphAddMemAllocNode(&node, target, deps.data(), deps.size(), &p);
+    if (result == CUDA_SUCCESS) resources.allocations[&data] = p.dptr;
+  } else if (const auto* f = std::get_if<detail::FreeParams>(&data.params)) {
+    call = "cuGraphAddMemFreeNode";
+    result = api.cuGraphAddMemFreeNode(&node, target, deps.data(), deps.size(),
+                                       resources.allocations.at(&f->allocation.data()));
+  } else if (const auto* cond = std::get_if<detail::ConditionalParams>(&data.params)) {
+    CUgraphNodeParams p{};
+    p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    p.conditional.handle = resources.conditions.at(&data);
+    p.conditional.type =
+        cond->kind == ConditionalKind::while_loop ? CU_GRAPH_COND_TYPE_WHILE : CU_GRAPH_COND_TYPE_IF;
+    p.conditional.size = 1;
+    p.conditional.ctx = context;
+    call = "cuGraphAddNode";
+    result = api.cuGraphAddNode(&node, target, deps.data(), nullptr, deps.size(), &p);
+    detail::check(result, call, "adding node " + label + " (conditional nodes need CUDA 12.4+)");
+    // The body graph belongs to the node; its nodes are added now, already checked with
+    // the enclosing graph.
+    add_nodes(resources, p.conditional.phGraph_out[0], detail::order_nodes(cond->body), label);
   } else {
     call = "cuGraphAddEmptyNode";
-    result = api.cuGraphAddEmptyNode(&node, resources.graph, deps.data(), deps.size());
+    result = api.cuGraphAddEmptyNode(&node, target, deps.data(), deps.size());
   }
   detail::check(result, call, "adding node " + label);
   return node;
+}
+
+// Adds `order` (dependencies first) to `target`: the top-level graph (body_of empty) or
+// the body of conditional `body_of`.
+void add_nodes(detail::GraphResources& resources, CUgraph target, const std::vector<Node>& order,
+               const std::string& body_of) {
+  const auto& api = detail::driver();
+  // Handles first: a kernel before its conditional node (or in its body) binds them.
+  for (const Node& node : order) {
+    if (const auto* cond = std::get_if<detail::ConditionalParams>(&node.data().params)) {
+      CUgraphConditionalHandle handle = 0;
+      detail::check(api.cuGraphConditionalHandleCreate(&handle, target, resources.context, cond->default_value,
+                                                       CU_GRAPH_COND_ASSIGN_DEFAULT),
+                    "cuGraphConditionalHandleCreate",
+                    "creating the handle of " + node.label() + " (conditional nodes need CUDA 12.4+)");
+      resources.conditions[&node.data()] = handle;
+    }
+  }
+  std::map<const detail::NodeData*, CUgraphNode> added;
+  for (const Node& node : order) {
+    std::vector<CUgraphNode> deps;
+    for (const Node& dep : node.deps()) {
+      const CUgraphNode handle = added.at(&dep.data());
+      if (std::find(deps.begin(), deps.end(), handle) == deps.end()) deps.push_back(handle);
+    }
+    const CUgraphNode handle = add_node(resources, target, node.data(), deps, node.label());
+    added[&node.data()] = handle;
+    if (body_of.empty()) {
+      resources.nodes.push_back(handle);
+      resources.node_data.push_back(node.data().shared_from_this());
+    } else {
+      resources.body_members[&node.data()] = body_of;
+      resources.body_data.push_back(node.data().shared_from_this());
+    }
+  }
 }
 
 std::shared_ptr<detail::GraphResources> new_graph() {
@@ -155,6 +286,23 @@ std::size_t Graph::node_count() const {
   return count;
 }
 
+void Graph::write_dot(const std::filesystem::path& path, bool verbose) const {
+  const detail::GraphResources& resources = live(resources_, "Graph::write_dot");
+  if (path.empty()) throw Error(ErrorKind::usage, "Graph::write_dot", "an empty path");
+  const unsigned flags = verbose ? CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE : 0;
+  detail::check(detail::driver().cuGraphDebugDotPrint(resources.graph, path.c_str(), flags),
+                "cuGraphDebugDotPrint", "writing the graph as DOT to " + path.string());
+}
+
+DevicePtr Graph::allocation(const Node& node) const {
+  const detail::GraphResources& resources = live(resources_, "Graph::allocation");
+  const auto found = resources.allocations.find(&node.data());
+  if (found == resources.allocations.end()) {
+    throw Error(ErrorKind::usage, "Graph::allocation", "node " + node.label() + " is not a memory allocation of this graph");
+  }
+  return found->second;
+}
+
 void Graph::retain(std::shared_ptr<const Module> module) {
   if (!resources_) throw Error(ErrorKind::usage, "Graph::retain", "the graph was destroyed");
   resources_->modules.push_back(std::move(module));
@@ -182,19 +330,8 @@ Graph build_graph(std::span<const Node> sinks) {
   const std::vector<Node> order = graph_order(sinks);  // validates, before any driver call
   auto resources = new_graph();
   Graph graph(resources);
-  CUcontext context = nullptr;
-  detail::check(detail::driver().cuCtxGetCurrent(&context), "cuCtxGetCurrent", "building a graph");
-  for (const Node& node : order) {
-    std::vector<CUgraphNode> deps;
-    for (const Node& dep : node.deps()) {
-      const auto at = std::find_if(resources->node_data.begin(), resources->node_data.end(),
-                                   [&](const auto& kept) { return kept.get() == &dep.data(); });
-      const CUgraphNode handle = resources->nodes[static_cast<std::size_t>(at - resources->node_data.begin())];
-      if (std::find(deps.begin(), deps.end(), handle) == deps.end()) deps.push_back(handle);
-    }
-    resources->nodes.push_back(add_node(*resources, node.data(), deps, context, node.label()));
-    resources->node_data.push_back(node.data().shared_from_this());
-  }
+  detail::check(detail::driver().cuCtxGetCurrent(&resources->context), "cuCtxGetCurrent", "building a graph");
+  add_nodes(*resources, resources->graph, order, {});
   return graph;
 }
 
@@ -279,37 +416,80 @@ void GraphExec::launch(StreamHandle stream) {
   launched_ = true;
 }
 
+void GraphExec::upload(StreamHandle stream) {
+  const CUgraphExec exec = live_exec(handle_, "GraphExec::upload");
+  detail::check(detail::driver().cuGraphUpload(exec, static_cast<CUstream>(stream)), "cuGraphUpload",
+                "uploading a graph execution");
+}
+
+namespace {
+void rethrow_host_error(const detail::GraphResources& resources) {
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(resources.errors->mutex);
+    error = std::exchange(resources.errors->first, nullptr);
+  }
+  if (error) std::rethrow_exception(error);
+  for (const auto& child : resources.children) rethrow_host_error(*child);
+}
+}  // namespace
+
 void GraphExec::synchronize() {
   (void)live_exec(handle_, "GraphExec::synchronize");
   if (launched_) cujit::synchronize(last_stream_);
-  for (const auto& resources : resources_) {
-    std::exception_ptr error;
-    {
-      std::lock_guard<std::mutex> lock(resources->errors->mutex);
-      error = std::exchange(resources->errors->first, nullptr);
-    }
-    if (error) std::rethrow_exception(error);
-  }
+  for (const auto& resources : resources_) rethrow_host_error(*resources);
 }
 
-void GraphExec::update(const KernelNode& node) {
+void GraphExec::update(const Node& node) {
   const CUgraphExec exec = live_exec(handle_, "GraphExec::update");
   const auto found = std::find_if(positions_.begin(), positions_.end(),
                                   [&](const auto& entry) { return entry.first == &node.data(); });
   if (found == positions_.end()) {
+    for (const auto& resources : resources_) {
+      const auto body = resources->body_members.find(&node.data());
+      if (body != resources->body_members.end()) {
+        throw Error(ErrorKind::usage, "GraphExec::update",
+                    "node " + node.label() + " is in the body of " + body->second +
+                        ", fixed when the graph was instantiated; build the graph again and update(graph)");
+      }
+    }
     throw Error(ErrorKind::usage, "GraphExec::update",
                 "node " + node.label() + " is not part of the graph this execution runs");
   }
-  // Same checks as at build time.
-  const Node& as_node = node;
-  (void)graph_order(std::span<const Node>(&as_node, 1));
-  const auto& params = std::get<detail::KernelParams>(node.data().params);
-  std::vector<void*> pointers;
-  const CUDA_KERNEL_NODE_PARAMS p = detail::kernel_node_params(params, pointers);
-  const CUgraphNode target = resources_.front()->nodes[found->second];
-  detail::check(detail::driver().cuGraphExecKernelNodeSetParams(exec, target, &p),
-                "cuGraphExecKernelNodeSetParams", "updating node " + node.label());
-  resources_.front()->modules.push_back(params.kernel.module());
+  // Same checks as at build time, on the node alone.
+  (void)detail::order_nodes(std::span<const Node>(&node, 1));
+  detail::GraphResources& built = *resources_.front();
+  const CUgraphNode target = built.nodes[found->second];
+  const auto& api = detail::driver();
+  const std::string what = "updating node " + node.label();
+  switch (node.kind()) {
+    case NodeKind::kernel: {
+      const detail::KernelParams params = detail::bound_kernel(node.data(), built);
+      std::vector<void*> pointers;
+      const CUDA_KERNEL_NODE_PARAMS p = detail::kernel_node_params(params, pointers);
+      detail::check(api.cuGraphExecKernelNodeSetParams(exec, target, &p), "cuGraphExecKernelNodeSetParams", what);
+      built.modules.push_back(params.kernel.module());
+      return;
+    }
+    case NodeKind::memset: {
+      const CUDA_MEMSET_NODE_PARAMS p = memset_params(detail::bound_memset(node.data(), built));
+      detail::check(api.cuGraphExecMemsetNodeSetParams(exec, target, &p, built.context),
+                    "cuGraphExecMemsetNodeSetParams", what);
+      return;
+    }
+    case NodeKind::memcpy_htod:
+    case NodeKind::memcpy_dtoh:
+    case NodeKind::memcpy_dtod: {
+      const CUDA_MEMCPY3D m = copy_params(detail::bound_copy(node.data(), built));
+      detail::check(api.cuGraphExecMemcpyNodeSetParams(exec, target, &m, built.context),
+                    "cuGraphExecMemcpyNodeSetParams", what);
+      return;
+    }
+    default:
+      throw Error(ErrorKind::usage, "GraphExec::update",
+                  "node " + node.label() + " is a " + std::string(to_string(node.kind())) +
+                      " node; update(node) takes kernel, memset and memcpy nodes (update(graph) takes the rest)");
+  }
 }
 
 namespace {
