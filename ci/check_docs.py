@@ -382,7 +382,8 @@ def main():
     for problem in problems:
         print(problem)
     print(f"check_docs: {len(problems)} thing(s) the docs name do not exist" if problems
-          else "check_docs: every command, flag, variable, preset and field the docs name exists")
+          else "check_docs: every command, flag, variable, preset, area, path and field "
+          "the docs name exists")
     return 1 if problems else 0
 
 
