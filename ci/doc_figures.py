@@ -104,8 +104,8 @@ def readme_sample_run(root):
               f"  benchmarks:  {out}/bench",
               f"  report:      {out}/report/report.html",
               "```"]
-    return ("\n" + f"Conformance counts of commit {counts['commit']} (`ctest -N`, "
-            f"`{TEST_COUNTS}`): without a GPU every `cpu` test passes and every `gpu` test "
+    return ("\n" + f"The tests of a build at commit {counts['commit']}, counted with `ctest -N` "
+            f"(`{TEST_COUNTS}`): without a GPU every `cpu` test passes and every `gpu` test "
             "skips.\n\n" + "\n".join(lines) + "\n")
 
 
@@ -194,7 +194,7 @@ def count_tests(build, out):
                             capture_output=True, text=True, check=False).stdout.strip()
     stamp = subprocess.run(["date", "-u", "+%Y%m%dT%H%M%SZ"], capture_output=True, text=True,
                            check=True).stdout.strip()
-    out.write_text(json.dumps({"commit": commit, "stamp": stamp,
+    out.write_text(json.dumps({"commit": commit, "stamp": stamp, "build": str(build),
                                "counted_by": "ctest --show-only=json-v1, by executable and label",
                                "areas": dict(sorted(areas.items()))}, indent=2) + "\n")
     print(f"doc_figures: {sum(a['cpu'] for a in areas.values())} cpu and "
