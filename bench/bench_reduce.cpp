@@ -14,21 +14,32 @@
 // (support/cupti_timer.hpp), set with UseManualTime; GB/s in the counters. Warm-up: one
 // untimed run per benchmark. CUPTI is attached from the first reduce_into benchmark on,
 // for cujit and both floors alike; the reduce_build families run before it.
+//
+// pair/reduce_loop/graph_over_stream (needs a device; runs before CUPTI is attached): 100
+// reduce_into calls in a row (int32 sum into one output, caller temporary storage) launched
+// as one captured graph against the same 100 calls on the stream, host wall time of each
+// side up to its synchronisation and the result read back (which must be byte-identical),
+// interleaved round by round (support/paired.hpp): the ratio graph / stream with its 95%
+// interval, n = 2^10 (one kernel per call) and 2^18 (two).
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "aot/cub_reduce.hpp"
 #include "cujit/device.hpp"
+#include "cujit/graph.hpp"
 #include "cujit/reduce.hpp"
 #include "support/bench_main.hpp"
 #include "support/cupti_timer.hpp"
 #include "support/jit_scenarios.hpp"
+#include "support/paired.hpp"
 
 namespace cujit::bench {
 namespace {
@@ -241,8 +252,77 @@ void register_throughput() {
   register_type<double>(iterations, reps);
 }
 
+// ---- a reduce in a loop: one graph launch against the stream ------------------------------
+
+constexpr int loop_reductions = 100;
+
+// What both sides of the pair share: the input, the output, temporary storage, the stream,
+// and the graph of the loop captured on it.
+struct ReduceLoop {
+  std::shared_ptr<const reduce::ReduceBuild> build;
+  std::uint64_t n;
+  DeviceBuffer in;
+  DeviceBuffer out{sizeof(int)};
+  DeviceBuffer temp;
+  Stream stream;
+  std::optional<GraphExec> exec;
+
+  explicit ReduceLoop(std::uint64_t count)
+      : build(reduce::build_reduce_shared(loop_spec())),
+        n(count),
+        in(count * sizeof(int)),
+        temp(std::max<std::size_t>(reduce::max_temp_bytes(*build), 1)) {
+    in.fill_bytes(1);
+    Graph graph = capture(stream.handle(), [&](StreamHandle s) { enqueue(s); });
+    graph.retain(build->module);
+    exec.emplace(graph.instantiate());
+  }
+
+  static reduce::ReduceSpec loop_spec() {
+    reduce::ReduceSpec spec;
+    spec.arch = Arch::of_device(0);
+    return spec;  // int32 sum
+  }
+
+  void enqueue(StreamHandle s) {
+    for (int i = 0; i < loop_reductions; ++i) {
+      reduce::reduce_into(*build, in.ptr(), out.ptr(), n, arg_value(i), s, temp.ptr(), temp.size());
+    }
+  }
+
+  std::string read_back() {
+    std::string bytes(sizeof(int), '\0');
+    copy_to_host(bytes.data(), out.ptr(), bytes.size());
+    return bytes;
+  }
+};
+
+void register_reduce_loop() {
+  if (skip_without_device("reduce_loop")) return;
+  for (const int log2n : {10, 18}) {
+    const std::string name = "reduce_loop/graph_over_stream/int32_sum_x" + std::to_string(loop_reductions) +
+                             "/" + std::to_string(std::uint64_t{1} << log2n);
+    register_pair(name, [log2n] {
+      auto loop = std::make_shared<ReduceLoop>(std::uint64_t{1} << log2n);
+      Pair pair;
+      pair.cujit = [loop] {
+        loop->exec->launch(loop->stream.handle());
+        loop->stream.synchronize();
+        return loop->read_back();
+      };
+      pair.floor = [loop] {
+        loop->enqueue(loop->stream.handle());
+        loop->stream.synchronize();
+        return loop->read_back();
+      };
+      return pair;
+    });
+  }
+}
+
 void register_all() {
   register_build();
+  register_reduce_loop();
   register_throughput();
 }
 
