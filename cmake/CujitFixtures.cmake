@@ -39,3 +39,30 @@ function(cujit_fixture_all_formats name source)
     VERBATIM)
   set(CUJIT_FIXTURE_OUTPUTS ${CUJIT_FIXTURE_OUTPUTS} ${archive} CACHE INTERNAL "")
 endfunction()
+
+# An NRT user (external code built against core/device/cujit/nrt.cuh) in every binary
+# format, for CUJIT_FIXTURE_ARCH: NAME.cubin NAME_sass.fatbin NAME_ptx.fatbin
+# NAME_ltoir.fatbin NAME_multi.fatbin (SASS for sm_80 and the fixture arch) NAME.o NAME.a.
+function(cujit_nrt_user_fixtures name source)
+  set(cc ${CUJIT_FIXTURE_ARCH})
+  set(inc -I${PROJECT_SOURCE_DIR}/core/device)
+  cujit_fixture(${name}.cubin ${source} ${inc} -arch=sm_${cc} -rdc=true -cubin)
+  cujit_fixture(${name}_sass.fatbin ${source} ${inc}
+    -gencode arch=compute_${cc},code=sm_${cc} -rdc=true -fatbin)
+  cujit_fixture(${name}_ptx.fatbin ${source} ${inc}
+    -gencode arch=compute_${cc},code=compute_${cc} -rdc=true -fatbin)
+  cujit_fixture(${name}_ltoir.fatbin ${source} ${inc}
+    -gencode arch=compute_${cc},code=lto_${cc} -rdc=true -fatbin)
+  cujit_fixture(${name}_multi.fatbin ${source} ${inc} -gencode arch=compute_80,code=sm_80
+    -gencode arch=compute_${cc},code=sm_${cc} -rdc=true -fatbin)
+  cujit_fixture(${name}.o ${source} ${inc} "-gencode=arch=compute_${cc},code=[sm_${cc},compute_${cc}]" -dc)
+  set(object ${CUJIT_FIXTURE_DIR}/${name}.o)
+  set(archive ${CUJIT_FIXTURE_DIR}/${name}.a)
+  add_custom_command(
+    OUTPUT ${archive}
+    COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -lib ${object} -o ${archive}
+    DEPENDS ${object}
+    COMMENT "fixture ${name}.a"
+    VERBATIM)
+  set(CUJIT_FIXTURE_OUTPUTS ${CUJIT_FIXTURE_OUTPUTS} ${archive} CACHE INTERNAL "")
+endfunction()

@@ -86,6 +86,9 @@ extern "C" __device__ NRT_MemInfo* NRT_MemInfo_new_varsize_dtor(size_t size,
 
 extern "C" __device__ NRT_MemInfo* NRT_MemInfo_alloc_aligned(size_t size, unsigned int align) {
   if (align == 0) align = 1;
+  // A size so large that the block's size would wrap around is refused like any other
+  // allocation the heap cannot hold, instead of allocating a few bytes and writing past them.
+  if (size > ~size_t{0} - sizeof(NRT_MemInfo) - align) return nullptr;
   // MemInfo first, then padding up to the alignment, then the data: one allocation, so
   // destroying the MemInfo frees the data too (no destructor needed).
   char* block = static_cast<char*>(NRT_Allocate(sizeof(NRT_MemInfo) + size + align));

@@ -293,13 +293,21 @@ std::vector<std::string> KernelBuilder::culprits_of(const std::string& log,
                        [&](const LinkableCode& o) { return o.name() == code.name(); });
   };
   std::vector<std::string> culprits;
+  // First the inputs whose code for this architecture visibly leaves NRT functions
+  // undefined (every format but LTO-IR, nrt::scan): linkers name inputs in their own ways
+  // (a fatbin's entry, an archive's member), or not at all.
+  for (const LinkableCode& code : set.codes) {
+    if (nrt::scan(code, options_.link.arch).uses_nrt()) culprits.push_back(code.name());
+  }
+  const bool scanned = !culprits.empty();
   for (const std::string& input : inputs_referencing_nrt(log)) {
     if (input != "ltoPtx") {
-      culprits.push_back(input);
+      if (!scanned) culprits.push_back(input);
       continue;
     }
     for (const LinkableCode& code : set.codes) {
-      if (!code.nrt() && carries_ltoir(code.format(), code.bytes())) culprits.push_back(code.name());
+      const bool listed = std::find(culprits.begin(), culprits.end(), code.name()) != culprits.end();
+      if (!code.nrt() && !listed && carries_ltoir(code.format(), code.bytes())) culprits.push_back(code.name());
     }
   }
   if (culprits.empty()) {

@@ -12,6 +12,7 @@
 #include "cujit/error.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/module.hpp"
+#include "code/device_references.hpp"
 #include "support/ptx_scan.hpp"
 
 namespace cujit::embedded {
@@ -66,6 +67,12 @@ std::vector<std::string> referenced_functions(std::string_view ptx) {
 }
 
 bool references_nrt(std::string_view ptx) { return !referenced_functions(ptx).empty(); }
+
+InputScan scan(const LinkableCode& code, const Arch& target) {
+  detail::DeviceReferences found = detail::device_references(code.format(), code.bytes(), target);
+  std::erase_if(found.symbols, [](const std::string& name) { return !is_function_name(name); });
+  return InputScan{std::move(found.symbols), std::move(found.unread)};
+}
 
 std::string_view to_string(Reason reason) noexcept {
   switch (reason) {
