@@ -14,7 +14,14 @@
 # "cold" (CUDA_CACHE_DISABLE=1: NVRTC's, nvJitLink's and the driver's own caches off, as on a
 # fresh CI machine) or "vendor-cache-warm" (those caches on, as on a developer's machine).
 # CUJIT_BENCH_ONLY (executable names) and CUJIT_BENCH_STATES narrow a full run, so that it
-# can be split over several calls. OUT defaults to $OUT, else cujit-out/bench-<timestamp>.
+# can be split over several calls. bench_jit runs one process per family (the table below;
+# CUJIT_BENCH_FAMILIES names some of them), each into parts/bench_jit-<state>.<family>.json,
+# and after each family the finished parts are merged into bench_jit-<state>.json
+# (bench/support/merge_results.py, written by rename): a call cut off at its time limit
+# still leaves valid JSON with every family that finished. CUJIT_BENCH_FAMILY_TIMEOUT
+# (seconds) stops one family's process when it runs longer. Parts of several calls merge
+# into one file with merge_results.py OUT FAMILY=PART... (docs/benchmarks.md).
+# OUT defaults to $OUT, else cujit-out/bench-<timestamp>.
 # Assumes a configured build (BUILD, default build/default).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +50,39 @@ run() {  # run STATE NAME [ARGS...]: one benchmark executable, JSON to $out/NAME
 }
 
 wanted() { [ -z "${CUJIT_BENCH_ONLY:-}" ] || [[ " $CUJIT_BENCH_ONLY " == *" $1 "* ]]; }
+
+# bench_jit's families: name=--benchmark_filter regex. Together they cover every benchmark
+# bench_jit registers in full mode; each takes under 6 minutes on the H100 in either state
+# (docs/benchmarks.md, "Splitting a run").
+jit_families=(
+  "scenarios=^(cujit|pair)/(nvrtc|nvjitlink|e2e_cubin|first_call_new_process|kernel_link)/"
+  "parallel_sources=^pair/parallel_sources/"
+  "incremental_rebuild=^cujit/incremental/[^/]+/rebuild_one"
+  "incremental_cold=^cujit/incremental/[^/]+/cold"
+)
+family_wanted() { [ -z "${CUJIT_BENCH_FAMILIES:-}" ] || [[ " $CUJIT_BENCH_FAMILIES " == *" $1 "* ]]; }
+
+run_families() {  # run_families STATE NAME: one process per family, merged after each
+  local state=$1 name=$2 entry family filter disable=0 merged=()
+  [ "$state" = cold ] && disable=1
+  mkdir -p "$out/parts"
+  for entry in "${jit_families[@]}"; do
+    family=${entry%%=*}
+    filter=${entry#*=}
+    family_wanted "$family" || continue
+    local part="$out/parts/$name-$state.$family.json" log="$out/$name-$state.$family.log"
+    echo "cujit bench: $name ($state) family $family" >&2
+    local limit=()
+    [ -n "${CUJIT_BENCH_FAMILY_TIMEOUT:-}" ] && limit=(timeout --signal=KILL "$CUJIT_BENCH_FAMILY_TIMEOUT")
+    if ! CUDA_CACHE_DISABLE=$disable "${limit[@]}" "$build/bench/$name" --benchmark_filter="$filter" \
+        --benchmark_out="$part" --benchmark_out_format=json --benchmark_format=console > "$log" 2>&1; then
+      echo "cujit bench: $name ($state) family $family failed or was stopped (log: $log)" >&2
+      status=1
+    fi
+    merged+=("$family=$part")
+    "$python" bench/support/merge_results.py "$out/$name-$state.json" "${merged[@]}" || status=1
+  done
+}
 
 python=python3
 case "$mode" in
@@ -73,7 +113,8 @@ case "$mode" in
     ;;
   full)
     for state in ${CUJIT_BENCH_STATES:-cold vendor-cache-warm}; do
-      for name in bench_jit bench_jit_gpu bench_reduce; do
+      if wanted bench_jit; then run_families "$state" bench_jit; fi
+      for name in bench_jit_gpu bench_reduce; do
         if wanted "$name"; then run "$state" "$name"; fi
       done
       disable=0
