@@ -94,7 +94,6 @@ const std::vector<OneOption>& driver_refused() {
   static const std::vector<OneOption> options{
       {"ftz", [](LinkOptions& o) { o.flags.ftz = true; }},
       {"prec_div", [](LinkOptions& o) { o.flags.prec_div = false; }},
-      {"prec_sqrt", [](LinkOptions& o) { o.flags.prec_sqrt = false; }},
       {"fma", [](LinkOptions& o) { o.flags.fma = false; }},
       {"kernels_used", [](LinkOptions& o) { o.flags.kernels_used = {"k"}; }},
       {"variables_used", [](LinkOptions& o) { o.flags.variables_used = {"v"}; }},
@@ -130,7 +129,6 @@ const std::vector<OneOption>& nvjitlink_refused_without_lto() {
   static const std::vector<OneOption> options{
       {"ftz", [](LinkOptions& o) { o.flags.ftz = false; }},
       {"prec_div", [](LinkOptions& o) { o.flags.prec_div = true; }},
-      {"prec_sqrt", [](LinkOptions& o) { o.flags.prec_sqrt = true; }},
       {"fma", [](LinkOptions& o) { o.flags.fma = true; }},
       {"variables_used", [](LinkOptions& o) { o.flags.variables_used = {"v"}; }},
   };
@@ -153,6 +151,19 @@ TEST_P(NvJitLinkWithoutLtoRefuses, NamingTheOptionTheBackendAndTheFix) {
 
 INSTANTIATE_TEST_SUITE_P(Options, NvJitLinkWithoutLtoRefuses, ::testing::ValuesIn(nvjitlink_refused_without_lto()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(LinkOptionChecks, PrecSqrtIsRefusedByBothBackendsPointingToNvrtc) {
+  for (LinkerBackend backend : {LinkerBackend::nvjitlink, LinkerBackend::driver}) {
+    LinkOptions options = sm90();
+    options.lto = true;
+    options.flags.prec_sqrt = false;
+    CUJIT_EXPECT_ERROR(check_link_options(options, backend), ErrorKind::unsupported, error, {
+      EXPECT_TRUE(contains(error.message(), "'prec_sqrt'")) << error.what();
+      EXPECT_TRUE(contains(error.message(), std::string(to_string(backend)) + " backend")) << error.what();
+      EXPECT_TRUE(contains(error.message(), "--prec-sqrt")) << error.what();
+    });
+  }
+}
 
 TEST(LinkOptionChecks, NvJitLinkTakesOnlyOptimisationLevelsZeroAndThree) {
   for (unsigned level : {0u, 3u}) {

@@ -43,7 +43,9 @@ struct LinkFlags {
   std::optional<bool> ftz;
   /// IEEE single-precision division (-prec-div=). nvJitLink with LTO only.
   std::optional<bool> prec_div;
-  /// IEEE single-precision square root (-prec-sqrt=). nvJitLink with LTO only.
+  /// IEEE single-precision square root (-prec-sqrt=). Refused by both backends: nvJitLink
+  /// 13.0 ignores -prec-sqrt= (LTO-IR keeps the setting it was compiled with); set NVRTC's
+  /// --prec-sqrt= in CompileOptions::options instead.
   std::optional<bool> prec_sqrt;
   /// Contract multiplies and adds into FMA (-fma=). nvJitLink with LTO only.
   std::optional<bool> fma;
@@ -111,8 +113,9 @@ std::vector<LinkOption> options_set(const LinkOptions& options);
 /// Checks `options` for a link on `backend`. Throws Error(usage) naming the option for a
 /// value out of range or a name that is empty or holds whitespace, and Error(unsupported)
 /// naming the option and the backend for an option that backend cannot honour (for
-/// nvJitLink: math flags and variables_used without lto, optimisation levels 1 and 2; for
-/// the driver: math flags, kernels_used, variables_used, ptxas_options, nvjitlink_options).
+/// nvJitLink: prec_sqrt, other math flags and variables_used without lto, optimisation
+/// levels 1 and 2; for the driver: math flags, kernels_used, variables_used, ptxas_options,
+/// nvjitlink_options).
 void check_link_options(const LinkOptions& options, LinkerBackend backend);
 
 /// The nvJitLink option strings of `options` after "-arch=" and "-lto": the flags in

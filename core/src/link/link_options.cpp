@@ -10,6 +10,8 @@ namespace {
 
 constexpr unsigned max_register_limit = 255;
 constexpr unsigned max_optimization_level = 3;
+// The nvJitLink release whose handling of each option was checked (docs/linking.md).
+constexpr const char* nvjitlink_version_tested = "13.0";
 
 std::string bool_value(bool value) { return value ? "1" : "0"; }
 std::string nvrtc_bool(bool value) { return value ? "true" : "false"; }
@@ -20,13 +22,14 @@ struct MathFlag {
   const std::optional<bool>* value;
   const char* nvjitlink;  // "-ftz="
   const char* nvrtc;      // "--ftz="
+  const char* driver;     // "CU_JIT_FTZ"
 };
 
 std::vector<MathFlag> math_flags(const LinkFlags& flags) {
-  return {{LinkOption::ftz, &flags.ftz, "-ftz=", "--ftz="},
-          {LinkOption::prec_div, &flags.prec_div, "-prec-div=", "--prec-div="},
-          {LinkOption::prec_sqrt, &flags.prec_sqrt, "-prec-sqrt=", "--prec-sqrt="},
-          {LinkOption::fma, &flags.fma, "-fma=", "--fmad="}};
+  return {{LinkOption::ftz, &flags.ftz, "-ftz=", "--ftz=", "CU_JIT_FTZ"},
+          {LinkOption::prec_div, &flags.prec_div, "-prec-div=", "--prec-div=", "CU_JIT_PREC_DIV"},
+          {LinkOption::prec_sqrt, &flags.prec_sqrt, "-prec-sqrt=", "--prec-sqrt=", "CU_JIT_PREC_SQRT"},
+          {LinkOption::fma, &flags.fma, "-fma=", "--fmad=", "CU_JIT_FMA"}};
 }
 
 // Names and ptxas options become single nvJitLink option strings: whitespace or a control
@@ -75,6 +78,12 @@ void check_nvjitlink(const LinkOptions& options) {
            "nvJitLink takes -O0 and -O3 only (optimization_level = " +
                std::to_string(*flags.optimization_level) + ")");
   }
+  if (flags.prec_sqrt) {
+    refuse(LinkOption::prec_sqrt, backend,
+           "nvJitLink " + std::string(nvjitlink_version_tested) +
+               " links LTO-IR with the square root it was compiled with, whatever -prec-sqrt= "
+               "says; compile with NVRTC's --prec-sqrt= (CompileOptions::options) instead");
+  }
   if (options.lto) return;
   for (const MathFlag& math : math_flags(flags)) {
     if (*math.value) {
@@ -96,10 +105,10 @@ void check_driver(const LinkOptions& options) {
   for (const MathFlag& math : math_flags(flags)) {
     if (*math.value) {
       refuse(math.option, backend,
-             "CU_JIT_" + std::string(to_string(math.option)) +
+             std::string(math.driver) +
                  " acts only on LTO-IR from toolkits before CUDA 12.0, which the driver "
-                 "linker here never takes; compile with the NVRTC option or link with nvjitlink "
-                 "and lto = true");
+                 "linker here never takes; compile with NVRTC's " + math.nvrtc +
+                 " (CompileOptions::options) or link with nvjitlink and lto = true");
     }
   }
   if (!flags.kernels_used.empty()) {
