@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "compile/compile_worker.hpp"
 #include "cujit/linker.hpp"
@@ -253,12 +254,53 @@ TEST(CompileWorkerHostile, AddAllCompilesTwoSourcesInWorkersAndOneInProcess) {
 TEST(CompileWorkerHostile, ACompileAskingForThePchStaysInProcess) {
   const ScopedVariable chosen("CUJIT_COMPILE_WORKER", hostile);
   const ScopedVariable mode("CUJIT_HOSTILE_WORKER_MODE", "crash");
-  const detail::SideBySideCompiles side_by_side;
+  detail::CompileBatch batch(2, std::chrono::milliseconds(10));  // the other never comes
+  const detail::CompileBatch::Item item(batch);
   const Program program(templated_source, "victim.cu");
   CompileOptions options = options_with_everything(CompileTarget::ptx);
   EXPECT_THROW(detail::compile_program(program, options), Error);
   options.options.push_back("-pch");
   EXPECT_NO_THROW(detail::compile_program(program, options));
+}
+
+// Which compiles of a batch go to workers: shown with the batch's own answers, no timing.
+TEST(CompileBatch, TheOnlyCompileOfABatchStaysInProcess) {
+  detail::CompileBatch batch(3);
+  for (int i = 0; i < 2; ++i) {
+    std::thread([&] { const detail::CompileBatch::Item hit(batch); }).join();  // cache hits
+  }
+  const detail::CompileBatch::Item item(batch);
+  EXPECT_EQ(detail::CompileBatch::current(), &batch);
+  EXPECT_FALSE(batch.compile_beside_others());
+}
+
+TEST(CompileBatch, TwoCompilesOfABatchBothGoToWorkers) {
+  detail::CompileBatch batch(2);
+  bool answers[2] = {false, false};
+  std::thread other([&] {
+    const detail::CompileBatch::Item item(batch);
+    answers[1] = batch.compile_beside_others();
+  });
+  {
+    const detail::CompileBatch::Item item(batch);
+    answers[0] = batch.compile_beside_others();
+  }
+  other.join();
+  EXPECT_TRUE(answers[0]);
+  EXPECT_TRUE(answers[1]);
+}
+
+TEST(CompileBatch, ACompileWhoseOthersDoNotAnswerTakesAWorker) {
+  detail::CompileBatch batch(2, std::chrono::milliseconds(10));
+  const detail::CompileBatch::Item item(batch);
+  EXPECT_TRUE(batch.compile_beside_others());
+}
+
+TEST(CompileBatch, OutsideAnItemThereIsNoBatch) {
+  EXPECT_EQ(detail::CompileBatch::current(), nullptr);
+  detail::CompileBatch batch(1);
+  { const detail::CompileBatch::Item item(batch); }
+  EXPECT_EQ(detail::CompileBatch::current(), nullptr);
 }
 
 TEST(CompileWorker, AddAllInWorkersGivesTheCodeOfAddingOneByOne) {

@@ -18,8 +18,6 @@
 namespace cujit::detail {
 namespace {
 
-thread_local bool side_by_side = false;
-
 constexpr std::size_t request_limit = std::size_t{1} << 30;
 constexpr const char* lowered_prefix = "lowered:";
 
@@ -135,9 +133,6 @@ bool write_all(int fd, std::string_view bytes) {
 
 }  // namespace
 
-SideBySideCompiles::SideBySideCompiles() : previous_(side_by_side) { side_by_side = true; }
-SideBySideCompiles::~SideBySideCompiles() { side_by_side = previous_; }
-
 std::optional<std::string> compile_worker_path() {
   if (environment::flag("CUJIT_COMPILE_IN_PROCESS", false)) return std::nullopt;
   std::string path = environment::absolute_path("CUJIT_COMPILE_WORKER").value_or(CUJIT_COMPILE_WORKER_DEFAULT);
@@ -157,9 +152,10 @@ bool uses_pch(const CompileOptions& options) {
 }  // namespace
 
 CompileResult compile_program(const Program& program, const CompileOptions& options) {
-  if (!side_by_side || uses_pch(options)) return program.compile(options);
+  CompileBatch* batch = CompileBatch::current();
+  if (batch == nullptr || uses_pch(options)) return program.compile(options);
   const auto worker = compile_worker_path();
-  if (!worker) return program.compile(options);
+  if (!worker || !batch->compile_beside_others()) return program.compile(options);
   WorkerLimits limits;
   limits.timeout = std::chrono::seconds(environment::count("CUJIT_COMPILE_WORKER_TIMEOUT", 600));
   return compile_in_worker(program, options, {*worker}, limits);

@@ -21,32 +21,21 @@
 #include <string>
 #include <vector>
 
+#include "compile/compile_batch.hpp"
 #include "compile/worker_process.hpp"
 #include "cujit/program.hpp"
 
 namespace cujit::detail {
 
-// Marks the calling thread's compiles, while it lives, as ones that run side by side with
-// others (link/compile_sources.hpp sets it when two or more sources compile at once).
-class SideBySideCompiles {
- public:
-  SideBySideCompiles();
-  ~SideBySideCompiles();
-  SideBySideCompiles(const SideBySideCompiles&) = delete;
-  SideBySideCompiles& operator=(const SideBySideCompiles&) = delete;
-
- private:
-  bool previous_;
-};
-
 // The worker to use for side-by-side compiles: nullopt when CUJIT_COMPILE_IN_PROCESS is set
 // or no worker executable is there (then compiles stay in-process, with identical results).
 std::optional<std::string> compile_worker_path();
 
-// Program::compile, in a worker process when the calling thread is inside
-// SideBySideCompiles, a worker is available and the options do not ask for NVRTC's
-// automatic precompiled header (-pch: it lives in the process that made it), else in this
-// process. Same result, same errors either way.
+// Program::compile, in a worker process when the calling thread compiles an item of a
+// CompileBatch that runs NVRTC beside another (compile/compile_batch.hpp), a worker is
+// available and the options do not ask for NVRTC's automatic precompiled header (-pch: it
+// lives in the process that made it), else in this process. Same result, same errors
+// either way.
 CompileResult compile_program(const Program& program, const CompileOptions& options);
 
 // Program::compile in the worker started as `worker_argv` (argv[0] an absolute path).

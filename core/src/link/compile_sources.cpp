@@ -1,6 +1,6 @@
 #include "link/compile_sources.hpp"
 
-#include "compile/compile_worker.hpp"
+#include "compile/compile_batch.hpp"
 #include "support/concurrently.hpp"
 
 namespace cujit::detail {
@@ -11,12 +11,14 @@ void compile_sources(std::vector<LinkableCode>& codes,
   for (std::size_t i = 0; i < codes.size(); ++i) {
     if (codes[i].format() == Format::cu) sources.push_back(i);
   }
-  if (sources.size() == 1) {
-    codes[sources[0]] = compile(codes[sources[0]]);
+  // One thread (one source, or one hardware thread): nothing can compile beside anything.
+  if (concurrency_for(sources.size()) < 2) {
+    for (std::size_t index : sources) codes[index] = compile(codes[index]);
     return;
   }
+  CompileBatch batch(sources.size());
   run_concurrently(sources.size(), [&](std::size_t j) {
-    const SideBySideCompiles in_workers;
+    const CompileBatch::Item item(batch);
     codes[sources[j]] = compile(codes[sources[j]]);
   });
 }

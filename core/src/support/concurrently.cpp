@@ -8,6 +8,11 @@
 
 namespace cujit::detail {
 
+std::size_t concurrency_for(std::size_t count) noexcept {
+  const std::size_t hardware = std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  return std::max<std::size_t>(1, std::min(count, hardware));
+}
+
 void run_concurrently(std::size_t count, const std::function<void(std::size_t)>& work) {
   if (count == 0) return;
   std::vector<std::exception_ptr> failures(count);
@@ -21,9 +26,8 @@ void run_concurrently(std::size_t count, const std::function<void(std::size_t)>&
       }
     }
   };
-  const std::size_t hardware = std::max<std::size_t>(1, std::thread::hardware_concurrency());
   std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < std::min(count, hardware); ++t) helpers.emplace_back(worker);
+  for (std::size_t t = 1; t < concurrency_for(count); ++t) helpers.emplace_back(worker);
   worker();
   for (std::thread& helper : helpers) helper.join();
   for (const std::exception_ptr& failure : failures) {

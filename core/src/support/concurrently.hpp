@@ -7,8 +7,12 @@
 
 namespace cujit::detail {
 
-// Runs work(0) ... work(count - 1), up to one thread per hardware thread (the calling thread
-// is one of them), and returns when all have finished. If any threw, the exception of the
+// How many threads run_concurrently(count, ...) uses: one per item, at most one per
+// hardware thread, at least one (the calling thread).
+std::size_t concurrency_for(std::size_t count) noexcept;
+
+// Runs work(0) ... work(count - 1) on concurrency_for(count) threads (the calling thread is
+// one of them), and returns when all have finished. If any threw, the exception of the
 // lowest index is rethrown: the same error a sequential loop would have raised first.
 void run_concurrently(std::size_t count, const std::function<void(std::size_t)>& work);
 
