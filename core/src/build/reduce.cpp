@@ -87,8 +87,11 @@ __device__ __forceinline__ cujit_acc_t cujit_fold_whole_tile(const T* __restrict
 
 // Folds tiles first, first + stride, ... of items[0, n) into this thread's fold: whole tiles
 // of 16-byte aligned input as vectors (where Vectors: code the final pass does not need),
-// the rest one item per load, four loads in flight. Thread x takes items x, x + block, ...
-// of a tile, so in the partial last tile the threads holding values are the first ones.
+// the rest one item per load in groups of four: the group's guarded loads are issued
+// before its first fold (a fold right after each load would wait for each load in turn,
+// which the final pass's 1024 partials at n = 2^22 paid four times), and a group past
+// the end stops the tile (block-uniform). Thread x takes items x, x + block, ... of a
+// tile, so in the partial last tile the threads holding values are the first ones.
 template <class T, bool Vectors>
 __device__ __forceinline__ void cujit_fold_tiles(const T* __restrict__ items, unsigned long long n,
                                                  unsigned long long first, unsigned long long stride,
@@ -98,11 +101,22 @@ __device__ __forceinline__ void cujit_fold_tiles(const T* __restrict__ items, un
     const unsigned long long whole = n / cujit_tile;
     for (; t < whole; t += stride) fold.add(cujit_fold_whole_tile(items, t * cujit_tile));
   }
+  enum : unsigned { group = 4 };
   for (; t * cujit_tile < n; t += stride) {
-#pragma unroll 4
-    for (unsigned i = 0; i < cujit_items; ++i) {
-      const unsigned long long at = t * cujit_tile + i * cujit_block + threadIdx.x;
-      if (at < n) fold.add(static_cast<cujit_acc_t>(items[at]));
+#pragma unroll 1
+    for (unsigned i = 0; i < cujit_items; i += group) {
+      const unsigned long long base = t * cujit_tile + i * cujit_block;
+      if (base >= n) break;
+      T v[group];
+#pragma unroll
+      for (unsigned j = 0; j < group; ++j) {
+        const unsigned long long at = base + j * cujit_block + threadIdx.x;
+        v[j] = at < n ? items[at] : T{};
+      }
+#pragma unroll
+      for (unsigned j = 0; j < group; ++j) {
+        if (base + j * cujit_block + threadIdx.x < n) fold.add(static_cast<cujit_acc_t>(v[j]));
+      }
     }
   }
 }
