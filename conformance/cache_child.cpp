@@ -4,11 +4,16 @@
 //   cache_child kernel  CACHE_DIR|off INC_DIR OUT   KernelBuilder, source including "val.h"
 //   cache_child reduce  CACHE_DIR|off INC_DIR OUT   reduce, CUDA C++ operator including "op.h"
 //   cache_child compile CACHE_DIR|off OUT OPTION... compile_cached with these NVRTC options
+//   cache_child counters CACHE_DIR THREADS LOOKUPS  each thread: LOOKUPS lookups of 8 keys
+//                                                   (memo, then get_or_build); prints the
+//                                                   counts, which it adds to the directory's
+//                                                   persistent counters at exit
 //
 // Writes the cubin or PTX to OUT and prints where it came from (built, disk, ...).
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cujit/compile_cache.hpp"
@@ -29,9 +34,35 @@ void write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// The counters mode: lookups from several threads, so that flushes of this process race
+// with each other and with other processes'. Prints this process's counts on one line.
+int count_lookups(cujit::BuildCache& cache, int threads, int lookups) {
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&cache, lookups, t] {
+      for (int i = 0; i < lookups; ++i) {
+        const std::string name = "key-" + std::to_string((i * 7 + t) % 8);
+        if (i % 3 == 0 && cache.recall<std::string>("memo-" + name)) continue;
+        const std::string payload = cache.get_or_build(cujit::CacheKey("counters-child").add("name", name),
+                                                       [&] { return "payload of " + name; });
+        cache.memorize("memo-" + name, std::make_shared<const std::string>(payload), payload.size());
+      }
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  const cujit::CacheStats s = cache.stats();
+  std::printf("%llu %llu %llu %llu %llu %llu %llu %llu %llu\n", static_cast<unsigned long long>(s.memo_hits),
+              static_cast<unsigned long long>(s.memo_misses), static_cast<unsigned long long>(s.memory_hits),
+              static_cast<unsigned long long>(s.memory_misses), static_cast<unsigned long long>(s.disk_hits),
+              static_cast<unsigned long long>(s.disk_misses), static_cast<unsigned long long>(s.builds),
+              static_cast<unsigned long long>(s.disk_stores), static_cast<unsigned long long>(s.waits));
+  return 0;
+}
+
 int run(const std::vector<std::string>& args) {
   if (args.size() < 4) return 2;
   cujit::BuildCache cache(cache_at(args[1]));
+  if (args[0] == "counters" && args.size() == 4) return count_lookups(cache, std::stoi(args[2]), std::stoi(args[3]));
   const cujit::Arch arch = cujit::Arch::parse("sm_90");
   if (args[0] == "kernel" && args.size() == 4) {
     cujit::KernelOptions options;

@@ -136,7 +136,7 @@ std::optional<std::string> read_shard(int dir, const std::string& name, bool& mi
 
 // The shard's lock, held until the result is destroyed; empty with why not in `problem`.
 Fd lock_shard(int dir, const fs::path& where, unsigned shard, std::string& problem) {
-  const std::string name = shard_name(shard, ".lock");
+  const std::string name = shard_name(shard, ".guard");
   Fd fd(::openat(dir, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600));
   if (!fd) {
     problem = "cannot open the lock " + quoted(where / name) + ": " + errno_text();
@@ -170,7 +170,7 @@ Fd lock_shard(int dir, const fs::path& where, unsigned shard, std::string& probl
 
 // Replaces the shard with `text` (under its lock): a temporary file renamed over it.
 std::string replace_shard(int dir, const fs::path& where, unsigned shard, const std::string& text) {
-  const std::string temp = shard_name(shard, ".tmp");  // only the lock's holder writes it
+  const std::string temp = shard_name(shard, ".counters.new");  // only the guard's holder writes it
   const std::string final_name = shard_name(shard, ".counters");
   const Fd fd(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
                        0600));

@@ -9,8 +9,11 @@
 // (another program, a power loss before the rename reached the disk) is counted as zero
 // with a warning, and the next batch written to it starts it over.
 //
-// Shard file: the line "cujit-counters 1", then "<name> <decimal>" lines (names below).
-// Unknown names are skipped (a newer cujit may add some); anything else is damage.
+// Files: <cache>/counters/<hex digit>.counters (the shard), .guard (its lock file) and
+// .counters.new (the temporary file, written only by the guard's holder).
+// Shard file: the line "cujit-counters 1", then "<name> <decimal>" lines (the names in
+// cache_counters.cpp; "zeroed <unix seconds>" after zero_cache_counters). Unknown names are
+// skipped (a newer cujit may add some); anything else is damage.
 
 #include <cstdint>
 #include <filesystem>

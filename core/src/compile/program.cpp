@@ -3,6 +3,7 @@
 #include "compile/nvrtc_api.hpp"
 #include "cujit/error.hpp"
 #include "support/handle_counts.hpp"
+#include "support/trace_range.hpp"
 
 namespace cujit {
 namespace {
@@ -115,6 +116,8 @@ std::vector<std::string> nvrtc_options(const CompileOptions& options) {
 }
 
 CompileResult Program::compile(const CompileOptions& options) const {
+  // A compile takes milliseconds: naming the source in the range costs nothing that shows.
+  const detail::TraceRange range("cujit compile " + name_);
   NvrtcProgram program(source_, name_, options.headers);
   for (const std::string& expression : options.name_expressions) {
     check(nvrtc().nvrtcAddNameExpression(program.get(), expression.c_str()), "nvrtcAddNameExpression",
