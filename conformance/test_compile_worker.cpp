@@ -13,6 +13,9 @@
 #include <thread>
 
 #include "compile/compile_worker.hpp"
+#include "cujit/compile_cache.hpp"
+#include "cujit/vendor_time.hpp"
+#include "support/cache_helpers.hpp"
 #include "cujit/linker.hpp"
 #include "support/fixtures.hpp"
 
@@ -261,6 +264,33 @@ TEST(CompileWorkerHostile, ACompileAskingForThePchStaysInProcess) {
   EXPECT_THROW(detail::compile_program(program, options), Error);
   options.options.push_back("-pch");
   EXPECT_NO_THROW(detail::compile_program(program, options));
+}
+
+// A compile that can read files is traced to key it by its headers (compile_cached); the
+// worker writes the trace where the caller reads it, so the result is stored and found.
+TEST(CompileWorker, ACompileInAWorkerIsKeyedByTheHeadersItRead) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "inc");
+  dir.write("inc/val.h", "#define VAL 41\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // headers older than the compile
+  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
+  CompileOptions options;
+  options.arch = Arch::parse("sm_90");
+  options.include_paths = {(dir.path() / "inc").string()};
+  const Program program("#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n", "k.cu");
+  const ScopedVariable chosen("CUJIT_COMPILE_WORKER", worker);
+  std::optional<CachedCompile> first;
+  const VendorTime before = vendor_time();
+  {
+    detail::CompileBatch batch(2, std::chrono::milliseconds(10));  // takes a worker
+    const detail::CompileBatch::Item item(batch);
+    first = compile_cached(program, options, cache);
+  }
+  EXPECT_EQ((vendor_time() - before).nvrtc_calls, 0u) << "NVRTC ran in the worker, not here";
+  EXPECT_EQ(first->source, CacheSource::built);
+  EXPECT_FALSE(first->key.empty()) << "the compile was keyed by its headers";
+  EXPECT_EQ(first->result.code.bytes(), program.compile(options).code.bytes());
+  EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::memory);
 }
 
 // Which compiles of a batch go to workers: shown with the batch's own answers, no timing.

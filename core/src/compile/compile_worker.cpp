@@ -14,12 +14,20 @@
 #ifndef CUJIT_COMPILE_WORKER_DEFAULT
 #define CUJIT_COMPILE_WORKER_DEFAULT ""
 #endif
+#ifdef CUJIT_VERSION
+#define CUJIT_WORKER_LIBRARY_VERSION CUJIT_VERSION
+#else
+#define CUJIT_WORKER_LIBRARY_VERSION "unknown"
+#endif
 
 namespace cujit::detail {
 namespace {
 
 constexpr std::size_t request_limit = std::size_t{1} << 30;
 constexpr const char* lowered_prefix = "lowered:";
+// Request and reply name the protocol; a worker built from other sources (an old build
+// tree, a CUJIT_COMPILE_WORKER from elsewhere) refuses, rather than misread, a request.
+constexpr const char* protocol = "cujit-compile-worker 1 (" CUJIT_WORKER_LIBRARY_VERSION ")";
 
 // Lists go into a Record as "<name>#<index>" fields, zero-padded so that the map keeps
 // their order, and "<name>#" holding the count.
@@ -61,14 +69,15 @@ std::optional<ErrorKind> parse_error_kind(std::string_view text) {
 }
 
 std::string encode_reply(const CompileResult& result) {
-  Record record{{"status", "compiled"}, {"code", result.code.bytes()}, {"log", result.log}};
+  Record record{{"protocol", protocol}, {"status", "compiled"}, {"code", result.code.bytes()}, {"log", result.log}};
   put_list(record, "options", result.options);
   for (const auto& [expression, lowered] : result.code.lowered_names()) record[lowered_prefix + expression] = lowered;
   return encode_record(record);
 }
 
 std::string encode_error_reply(const Error& error) {
-  return encode_record(Record{{"status", "error"},
+  return encode_record(Record{{"protocol", protocol},
+                              {"status", "error"},
                               {"kind", std::string(to_string(error.kind()))},
                               {"component", error.component()},
                               {"message", error.message()},
@@ -79,7 +88,10 @@ std::string encode_error_reply(const Error& error) {
 std::optional<CompileResult> decode_reply(std::string_view bytes, const Program& program,
                                           const CompileOptions& options) {
   const auto record = decode_record(bytes);
-  if (!record || record->count("status") == 0 || record->count("log") == 0) return std::nullopt;
+  if (!record || record->count("status") == 0 || record->count("log") == 0 ||
+      record->count("protocol") == 0 || record->at("protocol") != protocol) {
+    return std::nullopt;
+  }
   const std::string& status = record->at("status");
   if (status == "error") {
     if (record->count("kind") == 0 || record->count("component") == 0 || record->count("message") == 0) {
@@ -183,7 +195,8 @@ CompileResult compile_in_worker(const Program& program, const CompileOptions& op
 }
 
 std::string encode_compile_request(const Program& program, const CompileOptions& options) {
-  Record record{{"source", program.source()},
+  Record record{{"protocol", protocol},
+                {"source", program.source()},
                 {"name", program.name()},
                 {"arch", options.arch.sm()},
                 {"target", std::string(to_string(options.target))},
@@ -204,9 +217,10 @@ std::string encode_compile_request(const Program& program, const CompileOptions&
 std::optional<std::pair<Program, CompileOptions>> decode_compile_request(std::string_view bytes) {
   const auto record = decode_record(bytes);
   if (!record) return std::nullopt;
-  for (const char* field : {"source", "name", "arch", "target", "relocatable"}) {
+  for (const char* field : {"protocol", "source", "name", "arch", "target", "relocatable"}) {
     if (record->count(field) == 0) return std::nullopt;
   }
+  if (record->at("protocol") != protocol) return std::nullopt;
   const auto target = parse_compile_target(record->at("target"));
   auto include_paths = get_list(*record, "include_paths");
   auto header_names = get_list(*record, "header_names");
@@ -240,7 +254,7 @@ int serve_compile_request(int in, int out) {
   const std::string request = read_all(in, request_limit, too_long);
   const auto decoded = too_long ? std::nullopt : decode_compile_request(request);
   if (!decoded) {
-    std::fputs("cujit-compile-worker: the request on stdin is not a compile request\n", stderr);
+    std::fprintf(stderr, "cujit-compile-worker: the request on stdin is not a compile request of %s\n", protocol);
     return 2;
   }
   std::string reply;
