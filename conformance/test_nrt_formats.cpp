@@ -243,6 +243,15 @@ TEST(NrtFormatsDebug, DashGLinksTheRuntimeCompiledForDebug) {
   EXPECT_TRUE(has_nrt_code(direct.link.code.bytes()));
   const LinkedKernel shimmed = cudf_kernel(shim(shim_files()[0]).set_nrt(true), options).link_cubin();
   EXPECT_TRUE(shimmed.nrt.link);
+  // The linker marks debug output with e_flags bit 28; the cubin check lets that through in
+  // executable cubins only: a relocatable cubin with the bit is still refused.
+  const Bytes& linked = direct.link.code.bytes();
+  ASSERT_GT(linked.size(), 0x34u);
+  EXPECT_NE(static_cast<unsigned char>(linked[0x33]) & 0x10u, 0u);
+  Bytes relocatable = shim(shim_files()[0]).bytes();
+  relocatable[0x33] = static_cast<char>(static_cast<unsigned char>(relocatable[0x33]) | 0x10u);
+  CUJIT_EXPECT_ERROR((void)LinkableCode::cubin(relocatable, "relocatable.cubin"), ErrorKind::format, error,
+                     EXPECT_NE(std::string(error.what()).find("bits 28..31"), std::string::npos););
 }
 
 // ---- GPU ---------------------------------------------------------------------------------
@@ -297,9 +306,12 @@ TEST_P(GpuNrtFormats, EveryFormatWithTheFlagRunsAndWithoutItIsAnNrtError) {
   }
 }
 
-TEST_P(GpuNrtFormats, LtoIrFatbinWithTheFlagRuns) {
-  if (GetParam() == LinkerBackend::driver) GTEST_SKIP() << "the driver linker takes no LTO-IR";
-  KernelOptions o = options();
+// nvJitLink only: the driver linker takes no LTO-IR (CudfShimDriver.LtoIrIsUnsupported).
+TEST(GpuNrtFormatsLtoIr, FatbinWithTheFlagRunsThroughNvJitLink) {
+  CUJIT_REQUIRE_DEVICE();
+  NrtSwitch on(true);
+  KernelOptions o;
+  o.link.backend = LinkerBackend::nvjitlink;
   o.link.lto = true;
   LinkableCode fatbin = LinkableCode::from_path(fixture_path("cudf_udf_shim_ltoir.fatbin"));
   const BuiltKernel built = cudf_kernel(fatbin.set_nrt(true), o).build();

@@ -19,6 +19,7 @@ namespace cujit {
 class Module;
 }
 
+/// NRT, numba-cuda's device runtime: detection, the linking policy, the library, statistics.
 namespace cujit::nrt {
 
 /// The NRT device function names, from the same table nrt.cuh declares them from.

@@ -244,8 +244,8 @@ std::string cubin_flags_problem(const Elf& elf) {
   if ((flags & 0x1u) != 0) {
     return "e_flags " + hex(flags) + " set bit 0, which the CUDA toolchain never writes";
   }
-  // Except bit 28 of an executable cubin: nvJitLink 13.0 sets it in what it links from code
-  // compiled with -G (0x10005a04 for sm_90), and that cubin must load.
+  // Except bit 28 of an executable cubin: nvJitLink 13.0 and the driver's linker set it in
+  // what they link from code compiled with -G (0x10005a04 for sm_90), which must load.
   const std::uint32_t linker_debug = elf.type == et_exec ? 0x10000000u : 0u;
   if ((flags & 0xF0000000u & ~linker_debug) != 0) {
     return "e_flags " + hex(flags) + " set bits 28..31, which the CUDA toolchain never writes";
@@ -914,7 +914,10 @@ bool has_line_information(const Elf& elf) {
 std::string cubin_top_flags_problem(const Elf& elf) {
   const unsigned top = (elf.flags >> 24) & 0xFu;
   const bool lines = has_line_information(elf);
-  if (((top & 0x8u) != 0) != lines) {
+  // What nvJitLink links from -G code is marked with bit 28 (see cubin_flags_problem), not
+  // bit 27, and has line information.
+  const bool linked_for_debug = elf.type == et_exec && (elf.flags & 0x10000000u) != 0;
+  if (((top & 0x8u) != 0) != lines && !linked_for_debug) {
     return "e_flags " + hex(elf.flags) + (lines ? " deny" : " announce") +
            " line information, but " + (lines ? "there is a" : "there is no") + " .debug_line section";
   }
