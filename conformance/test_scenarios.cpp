@@ -89,5 +89,73 @@ TEST_F(ScenarioFormat, TheReportedFailureIsRecognised) {
   EXPECT_EQ(run_file(file).verdict, scenarios::Verdict::reproduced);
 }
 
+TEST_F(ScenarioFormat, TheReportIsNamedInTheBundle) {
+  const auto file = dir.write("at.json", R"({"schema": 1, "name": "at",
+    "reported_at": "https://github.com/NVIDIA/cuda-python/issues/920",
+    "inputs": [{"inline": ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n", "format": "ptx", "name": "k.ptx"}],
+    "expect": {"outcome": "success"}})");
+  const scenarios::ScenarioReport report = run_file(file);
+  EXPECT_EQ(report.reported_at, "https://github.com/NVIDIA/cuda-python/issues/920");
+  EXPECT_NE(scenarios::render_text(report).find("reported at: https://github.com/NVIDIA/cuda-python/issues/920"),
+            std::string::npos);
+  EXPECT_NE(scenarios::render_json(report).find("\"reported_at\": \"https://github.com/NVIDIA/cuda-python/issues/920\""),
+            std::string::npos);
+}
+
+TEST_F(ScenarioFormat, TheAbiBuilderFailsWhenTheOtherCompilerNamesTheFunctionOtherwise) {
+  // numba's add is __main__.add; cujit's function of another name has another symbol.
+  const std::string numbas = test::scenario_path("fixtures/numba/add_i32_numba_abi.ptx").string();
+  const auto file = dir.write("abi.json", R"j({"schema": 1, "name": "abi", "builder": "abi",
+    "inputs": [{"abi": {"name": "sub", "signature": "int32(int32, int32)", "body": "return arg0 - arg1;",
+                        "abi": "numba", "output": "ptx"}},
+               {"path": ")j" + numbas + R"j("}],
+    "options": {"arch": "sm_90a"},
+    "expect": {"outcome": "error", "kind": "link", "message": "does not define '_ZN8__main__3subB2v1B92"}})j");
+  scenarios::LoadOptions trusted;
+  trusted.allow_paths_outside = true;
+  const scenarios::ScenarioReport report =
+      scenarios::run_scenario(scenarios::load_scenario(file, trusted), test::fixture_path(""));
+  EXPECT_EQ(report.verdict, scenarios::Verdict::as_expected) << scenarios::render_text(report);
+}
+
+TEST_F(ScenarioFormat, BuilderRulesAreCheckedWhenTheFileLoads) {
+  const std::string ptx = R"j({"inline": ".version 9.0\n", "format": "ptx"})j";
+  const std::string success = R"j("expect": {"outcome": "success"})j";
+  const auto refused = [&](const std::string& name, const std::string& body, const std::string& wanted) {
+    const auto file = dir.write(name, R"j({"schema": 1, "name": "n", )j" + body + ", " + success + "}");
+    CUJIT_EXPECT_ERROR((void)scenarios::load_scenario(file), ErrorKind::usage, error,
+                       EXPECT_NE(std::string(error.what()).find(wanted), std::string::npos) << error.what(););
+  };
+  refused("reduce.json", R"j("builder": "reduce", "inputs": [)j" + ptx + "]", "reduce is missing");
+  refused("declared.json", R"j("builder": "reduce", "reduce": {"op": "declared"}, "inputs": [)j" + ptx + "]",
+          "op 'declared' needs exactly one input with 'declares'");
+  refused("stray.json", R"j("reduce": {"op": "sum"}, "inputs": [)j" + ptx + "]",
+          "reduce applies to the reduce builder only");
+  refused("declares.json",
+          R"j("inputs": [{"inline": "x", "format": "ptx", "declares": {"name": "f", "signature": "int32()"}}])j",
+          "inputs[0].declares applies to the kernel and reduce builders only");
+  refused("graph.json", R"j("builder": "graph", "inputs": [)j" + ptx + "]", "launch is missing");
+  refused("abi.json", R"j("builder": "abi", "inputs": [)j" + ptx + "]", "needs an 'abi' input");
+  refused("at.json", R"j("reported_at": "see the forum", "inputs": [)j" + ptx + "]", "reported_at must be");
+}
+
+class GpuScenarioBuilders : public ScenarioFormat {};
+
+TEST_F(GpuScenarioBuilders, GraphBuilderLaunchesThroughACapturedGraph) {
+  CUJIT_REQUIRE_DEVICE();
+  const std::string kernel = test::scenario_path("fixtures/mixed_kernel.cu").string();
+  const auto file = dir.write("graph.json", R"j({"schema": 1, "name": "graph", "builder": "graph",
+    "inputs": [{"path": ")j" + kernel + R"j("}, {"fixture": "dev_add.ptx"}, {"fixture": "dev_mul.ptx"}],
+    "options": {"arch": "device"},
+    "launch": {"kernel": "mixed_kernel", "grid": [1], "block": [1],
+               "args": [{"output": "int32", "count": 3}, {"int32": 6}, {"int32": 7}], "expect": [13, 42, 48]},
+    "expect": {"outcome": "success"}})j");
+  scenarios::LoadOptions trusted;
+  trusted.allow_paths_outside = true;
+  const scenarios::ScenarioReport report =
+      scenarios::run_scenario(scenarios::load_scenario(file, trusted), test::fixture_path(""));
+  EXPECT_EQ(report.verdict, scenarios::Verdict::as_expected) << scenarios::render_text(report);
+}
+
 }  // namespace
 }  // namespace cujit

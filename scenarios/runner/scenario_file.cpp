@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cfloat>
 #include <cmath>
@@ -287,11 +288,20 @@ bool has_nul(const std::string& text) { return text.find('\0') != std::string::n
 // ---- options, expectations, steps ------------------------------------------------------
 
 void apply_options(const Field& object, StepOptions& options) {
-  object.object({"arch", "lto", "debug", "lineinfo", "nrt", "nrt_global"});
+  object.object({"arch", "lto", "debug", "lineinfo", "max_registers", "optimization_level", "ftz", "prec_div",
+                 "prec_sqrt", "fma", "nrt", "nrt_global"});
   if (auto f = object.find("arch")) options.arch = f->non_empty_string();
   if (auto f = object.find("lto")) options.lto = f->boolean();
   if (auto f = object.find("debug")) options.debug = f->boolean();
   if (auto f = object.find("lineinfo")) options.lineinfo = f->boolean();
+  if (auto f = object.find("max_registers")) options.max_registers = static_cast<unsigned>(f->unsigned_integer(1, 255));
+  if (auto f = object.find("optimization_level")) {
+    options.optimization_level = static_cast<unsigned>(f->unsigned_integer(0, 3));
+  }
+  if (auto f = object.find("ftz")) options.ftz = f->boolean();
+  if (auto f = object.find("prec_div")) options.prec_div = f->boolean();
+  if (auto f = object.find("prec_sqrt")) options.prec_sqrt = f->boolean();
+  if (auto f = object.find("fma")) options.fma = f->boolean();
   if (auto f = object.find("nrt")) {
     if (f->value().is_null()) options.nrt = std::nullopt;
     else if (f->value().is_boolean()) options.nrt = f->boolean();
@@ -386,16 +396,30 @@ std::vector<Patch> read_patches(const Field& value) {
   return patches;
 }
 
+Signature read_signature(const Field& field) {
+  try {
+    return Signature::parse(field.string());
+  } catch (const Error& error) {
+    field.fail("is not a signature: " + error.message());
+  }
+}
+
+Declaration read_declaration(const Field& spec) {
+  spec.object({"name", "module", "signature", "abi", "abi_name"});
+  Declaration d;
+  d.name = spec.at("name").non_empty_string();
+  if (auto f = spec.find("module")) d.module = f->non_empty_string();
+  d.signature = read_signature(spec.at("signature"));
+  if (auto f = spec.find("abi")) d.abi = f->one_of({"c", "numba"}) == "c" ? abi::Abi::c : abi::Abi::numba;
+  if (auto f = spec.find("abi_name")) d.abi_name = f->non_empty_string();
+  return d;
+}
+
 InputAbi read_abi(const Field& spec) {
   spec.object({"name", "signature", "params", "body", "abi", "abi_name", "output"});
   InputAbi abi;
   abi.name = spec.at("name").non_empty_string();
-  const Field signature = spec.at("signature");
-  try {
-    abi.signature = Signature::parse(signature.string());
-  } catch (const Error& error) {
-    signature.fail("is not a signature: " + error.message());
-  }
+  abi.signature = read_signature(spec.at("signature"));
   if (auto f = spec.find("params")) {
     for (const Field& param : f->array()) abi.params.push_back(param.string());
   }
@@ -441,7 +465,7 @@ fs::path input_path(const Field& field, const fs::path& scenario_dir, const Scen
 }
 
 Input read_input(const Field& entry, const fs::path& scenario_dir, const Scenario& scenario) {
-  entry.object({"path", "fixture", "inline", "abi", "format", "name", "nrt", "origin", "role", "patch"});
+  entry.object({"path", "fixture", "inline", "abi", "format", "name", "nrt", "origin", "role", "patch", "declares"});
   const int sources = int(entry.has("path")) + int(entry.has("fixture")) + int(entry.has("inline")) +
                       int(entry.has("abi"));
   if (sources != 1) entry.fail("needs exactly one of 'path', 'fixture', 'inline', 'abi'");
@@ -449,6 +473,13 @@ Input read_input(const Field& entry, const fs::path& scenario_dir, const Scenari
   input.field = entry.where();
   if (auto f = entry.find("nrt")) input.nrt = f->boolean();
   if (auto f = entry.find("role")) input.kernel_source = f->one_of({"link", "source"}) == "source";
+  if (auto f = entry.find("declares")) {
+    if (scenario.builder != Builder::kernel && scenario.builder != Builder::reduce) {
+      f->fail("applies to the kernel and reduce builders only");
+    }
+    if (input.kernel_source) f->fail("cannot be given with \"role\": \"source\" (a kernel's own code declares nothing)");
+    input.declares = read_declaration(*f);
+  }
   if (entry.has("abi")) {
     for (const char* key : {"format", "name", "origin", "patch"}) {
       if (entry.has(key)) entry.at(key).fail("does not apply to an 'abi' input (it is compiled, not read)");
@@ -580,8 +611,13 @@ Launch read_launch(const Field& object) {
 Builder read_builder(const Field& doc) {
   const auto field = doc.find("builder");
   if (!field) return Builder::linker;
-  const std::string name = field->one_of({"linker", "kernel", "module"});
-  return name == "linker" ? Builder::linker : name == "kernel" ? Builder::kernel : Builder::module;
+  const std::string name = field->one_of({"linker", "kernel", "module", "abi", "reduce", "graph"});
+  if (name == "kernel") return Builder::kernel;
+  if (name == "module") return Builder::module;
+  if (name == "abi") return Builder::abi;
+  if (name == "reduce") return Builder::reduce;
+  if (name == "graph") return Builder::graph;
+  return Builder::linker;
 }
 
 BackendChoice read_backend(const Field& doc) {
@@ -602,6 +638,72 @@ std::vector<fs::path> input_roots(const fs::path& scenario_dir, const LoadOption
   return roots;
 }
 
+// Where the bug was reported: "owner/repository#N" or an https URL, one line.
+std::string read_reported_at(const Field& field) {
+  const std::string text = field.non_empty_string();
+  const bool url = text.rfind("https://", 0) == 0 && text.size() > 8;
+  const auto hash = text.find('#');
+  const auto slash = text.find('/');
+  const bool issue = hash != std::string::npos && slash != std::string::npos && slash > 0 && slash + 1 < hash &&
+                     hash + 1 < text.size() &&
+                     text.find_first_not_of("0123456789", hash + 1) == std::string::npos;
+  const bool one_line = std::none_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == ' ';
+  });
+  if (!(url || issue) || !one_line || text.size() > 300) {
+    field.fail("must be \"owner/repository#N\" or an https:// URL (one line, at most 300 characters), not " +
+               quote(text));
+  }
+  return text;
+}
+
+Type read_type(const Field& field) {
+  const std::optional<Type> type = parse_type(field.string());
+  if (!type || type->pointers != 0 || type->is_void()) field.wrong_type("a scalar type such as int32 or float64");
+  return *type;
+}
+
+ReduceSpecFile read_reduce(const Field& object) {
+  object.object({"input", "output", "accumulator", "op"});
+  ReduceSpecFile spec;
+  if (auto f = object.find("input")) spec.input = read_type(*f);
+  if (auto f = object.find("output")) spec.output = read_type(*f);
+  if (auto f = object.find("accumulator")) spec.accumulator = read_type(*f);
+  if (auto f = object.find("op")) spec.op = f->one_of({"sum", "min", "max", "declared"});
+  return spec;
+}
+
+// What each builder needs of the rest of the file, checked once everything is read.
+void check_builder(const Field& doc, const Scenario& scenario) {
+  const auto count = [&](auto predicate) {
+    return std::count_if(scenario.inputs.begin(), scenario.inputs.end(), predicate);
+  };
+  const auto declared = count([](const Input& i) { return i.declares.has_value(); });
+  const auto abi_inputs = count([](const Input& i) { return std::holds_alternative<InputAbi>(i.source); });
+  switch (scenario.builder) {
+    case Builder::abi:
+      if (abi_inputs == 0) doc.at("inputs").fail("needs an 'abi' input for the abi builder");
+      if (scenario.launch) doc.at("launch").fail("does not apply to the abi builder (it compiles, and links nothing)");
+      break;
+    case Builder::reduce:
+      if (!scenario.reduce) fail_scenario_file(doc.file(), "reduce is missing: the reduce builder needs its spec");
+      if (scenario.launch) doc.at("launch").fail("does not apply to the reduce builder (it builds the reduction)");
+      if ((scenario.reduce->op == "declared") != (declared == 1)) {
+        doc.at("reduce").fail("op 'declared' needs exactly one input with 'declares' (the operator), and "
+                              "only it may have one");
+      }
+      break;
+    case Builder::graph:
+      if (!scenario.launch) fail_scenario_file(doc.file(), "launch is missing: the graph builder launches through a graph");
+      break;
+    default:
+      break;
+  }
+  if (scenario.reduce && scenario.builder != Builder::reduce) {
+    doc.at("reduce").fail("applies to the reduce builder only");
+  }
+}
+
 Scenario read_scenario(const Field& doc, const LoadOptions& options) {
   if (!doc.value().is_object()) doc.wrong_type("an object");
   // The schema first: a newer file is refused for its schema, not for its new fields.
@@ -609,14 +711,15 @@ Scenario read_scenario(const Field& doc, const LoadOptions& options) {
   if (!schema.value().is_number_unsigned() || schema.value().get<std::uint64_t>() != schema_version) {
     schema.wrong_type(std::to_string(schema_version));
   }
-  doc.object({"schema", "name", "reported", "cujit", "builder", "backend", "inputs", "options", "launch", "expect",
-              "steps", "reported_failure"});
+  doc.object({"schema", "name", "reported", "reported_at", "cujit", "builder", "backend", "inputs", "options",
+              "launch", "expect", "steps", "reported_failure", "reduce"});
   Scenario scenario;
   scenario.file = doc.file();
   scenario.name = doc.at("name").non_empty_string();
   scenario.backend = read_backend(doc);
   scenario.builder = read_builder(doc);
   if (auto f = doc.find("reported")) scenario.reported = f->string();
+  if (auto f = doc.find("reported_at")) scenario.reported_at = read_reported_at(*f);
   if (auto f = doc.find("cujit")) scenario.cujit_behaviour = f->string();
   scenario.steps = read_steps(doc);
   if (auto f = doc.find("reported_failure")) scenario.reported_failure = read_error_match(*f);
@@ -625,6 +728,8 @@ Scenario read_scenario(const Field& doc, const LoadOptions& options) {
   scenario.input_roots = input_roots(scenario_dir, options);
   scenario.inputs = read_inputs(doc, scenario_dir, scenario);
   if (auto f = doc.find("launch")) scenario.launch = read_launch(*f);
+  if (auto f = doc.find("reduce")) scenario.reduce = read_reduce(*f);
+  check_builder(doc, scenario);
   return scenario;
 }
 

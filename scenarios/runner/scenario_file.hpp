@@ -47,8 +47,15 @@ class ScenarioFileError : public Error {
 
 enum class Builder {
   linker,  // a Linker over the inputs
-  kernel,  // a KernelBuilder: "source" inputs are the kernel's code, the others link items
+  kernel,  // a KernelBuilder: "source" inputs are the kernel's code, "declares" inputs
+           // declared functions' code, the others link items
   module,  // Module::load of the first input, no link
+  abi,     // cujit::abi compiles the "abi" inputs; every other PTX or cubin input must
+           // define the symbols they get (names cujit and another compiler agree on)
+  reduce,  // cujit::reduce::build_reduce of the "reduce" spec; a "declares" input is its
+           // operator
+  graph,   // linked as by the linker builder, then the launch is captured into a CUDA
+           // graph, instantiated and launched (needs "launch")
 };
 enum class BackendChoice { nvjitlink, driver, both };
 
@@ -57,8 +64,12 @@ struct StepOptions {
   // so that an arch the toolkit rejects is that step's outcome.
   std::string arch = "sm_90";
   bool lto = false;
-  bool debug = false;     // -G for NVRTC, -g for nvJitLink
-  bool lineinfo = false;
+  // Typed link flags (LinkFlags): both backends get them, or refuse them by name.
+  bool debug = false;     // LinkFlags::debug: -G for NVRTC, -g / CU_JIT_GENERATE_DEBUG_INFO
+  bool lineinfo = false;  // LinkFlags::line_info
+  std::optional<unsigned> max_registers;       // 1 to 255
+  std::optional<unsigned> optimization_level;  // 0 to 3
+  std::optional<bool> ftz, prec_div, prec_sqrt, fma;
   std::optional<bool> nrt;         // the per-kernel override
   std::optional<bool> nrt_global;  // the global switch for this step; unset: unchanged
 };
@@ -100,6 +111,16 @@ struct InputAbi {  // a device function compiled by cujit::abi for the step's ar
   CompileTarget output = CompileTarget::ltoir;
 };
 
+// A function an input defines, declared to the kernel (DeclaredFunction) or given to the
+// reduce builder as its operator.
+struct Declaration {
+  std::string name;
+  std::string module = "__main__";
+  Signature signature;
+  abi::Abi abi = abi::Abi::numba;
+  std::optional<std::string> abi_name;
+};
+
 struct Patch {
   std::size_t offset = 0;
   std::string bytes;  // decoded from the file's hex
@@ -119,6 +140,7 @@ struct Input {
   std::vector<Patch> patches;       // non-empty implies Origin::bytes
   bool nrt = false;
   bool kernel_source = false;       // "role": "source"
+  std::optional<Declaration> declares;  // "declares": the function this input defines
 };
 
 struct OutputArg {  // a poisoned output buffer, read back after the launch
@@ -143,10 +165,19 @@ struct Launch {
   std::vector<ExpectedValue> expect;  // the last output buffer's values
 };
 
+// The reduce builder's spec: types and a built-in operator (or the "declares" input's).
+struct ReduceSpecFile {
+  Type input = Type::parse("int32");
+  Type output = Type::parse("int32");
+  Type accumulator = Type::parse("int32");
+  std::string op = "sum";  // sum, min, max, or "declared"
+};
+
 struct Scenario {
   std::filesystem::path file;
   std::string name;
   std::string reported;         // what was reported upstream
+  std::string reported_at;      // where: "owner/repository#N" or an https URL; may be empty
   std::string cujit_behaviour;  // what cujit does
   Builder builder = Builder::linker;
   BackendChoice backend = BackendChoice::nvjitlink;
@@ -154,6 +185,7 @@ struct Scenario {
   std::vector<Step> steps;                  // non-empty; one when the file has no "steps"
   std::optional<Launch> launch;
   std::optional<ErrorMatch> reported_failure;
+  std::optional<ReduceSpecFile> reduce;  // the reduce builder's spec
 
   // Where input files may be (canonical): the scenario file's directory, then
   // LoadOptions::input_roots. Fixtures must be inside the run's fixture directory.

@@ -12,8 +12,17 @@ const char* on_off(bool on) { return on ? "on" : "off"; }
 }  // namespace
 
 std::string describe(const StepOptions& options) {
-  return "arch=" + options.arch + " lto=" + on_off(options.lto) + " debug=" + on_off(options.debug) +
-         " lineinfo=" + on_off(options.lineinfo) + " nrt=" + (options.nrt ? on_off(*options.nrt) : "default") +
+  std::string text = "arch=" + options.arch + " lto=" + on_off(options.lto) + " debug=" + on_off(options.debug) +
+                     " lineinfo=" + on_off(options.lineinfo);
+  // The other link flags only when the step sets them.
+  if (options.max_registers) text += " max_registers=" + std::to_string(*options.max_registers);
+  if (options.optimization_level) text += " optimization_level=" + std::to_string(*options.optimization_level);
+  const std::pair<const char*, const std::optional<bool>*> flags[] = {
+      {"ftz", &options.ftz}, {"prec_div", &options.prec_div}, {"prec_sqrt", &options.prec_sqrt}, {"fma", &options.fma}};
+  for (const auto& [name, value] : flags) {
+    if (*value) text += std::string(" ") + name + "=" + on_off(**value);
+  }
+  return text + " nrt=" + (options.nrt ? on_off(*options.nrt) : "default") +
          " nrt_global=" + (options.nrt_global ? on_off(*options.nrt_global) : "unchanged");
 }
 
@@ -26,6 +35,7 @@ std::string render_text(const ScenarioReport& report) {
   std::ostringstream out;
   out << "scenario: " << report.name << "\n";
   if (!report.reported.empty()) out << "reported: " << report.reported << "\n";
+  if (!report.reported_at.empty()) out << "reported at: " << report.reported_at << "\n";
   if (!report.cujit_behaviour.empty()) out << "cujit:    " << report.cujit_behaviour << "\n";
   out << "environment: " << report.environment << "\n";
   out << "inputs:\n";
@@ -58,6 +68,7 @@ std::string render_json(const ScenarioReport& report) {
   nlohmann::json doc;
   doc["scenario"] = report.name;
   doc["reported"] = report.reported;
+  doc["reported_at"] = report.reported_at;
   doc["cujit"] = report.cujit_behaviour;
   doc["environment"] = report.environment;
   doc["verdict"] = to_string(report.verdict);

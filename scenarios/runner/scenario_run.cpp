@@ -13,11 +13,14 @@
 #include "cujit/build_cache.hpp"
 #include "cujit/cache_key.hpp"
 #include "cujit/device.hpp"
+#include "cujit/graph.hpp"
 #include "cujit/kernel_builder.hpp"
 #include "cujit/linker.hpp"
 #include "cujit/module.hpp"
 #include "cujit/nrt.hpp"
 #include "cujit/program.hpp"
+#include "cujit/reduce.hpp"
+#include "link/defined_symbols.hpp"
 #include "support/file_io.hpp"
 
 namespace cujit::scenarios {
@@ -42,9 +45,11 @@ struct StepInput {
   LinkableCode code;
   std::optional<fs::path> file;  // set: add_file rather than add_data
   bool kernel_source = false;
+  const Input* spec = nullptr;
+  std::string symbol;  // an "abi" input's symbol
 };
 
-LinkableCode compile_abi(const InputAbi& spec, const StepOptions& options) {
+abi::CompiledFunction compile_abi(const InputAbi& spec, const StepOptions& options) {
   abi::DeviceFunction fn;
   fn.name = spec.name;
   fn.signature = spec.signature;
@@ -55,7 +60,7 @@ LinkableCode compile_abi(const InputAbi& spec, const StepOptions& options) {
   compile.abi_name = spec.abi_name;
   compile.output = spec.output;
   compile.arch = resolve_arch(options.arch);
-  return abi::compile(fn, compile).code;
+  return abi::compile(fn, compile);
 }
 
 // The bytes of an input added as data, patched.
@@ -88,17 +93,19 @@ std::string input_bytes(const Scenario& scenario, const Input& input, const fs::
 StepInput step_input(const Scenario& scenario, const Input& input, const fs::path& fixture_dir,
                      const StepOptions& options) {
   if (const auto* spec = std::get_if<InputAbi>(&input.source)) {
-    return {compile_abi(*spec, options).set_nrt(input.nrt), std::nullopt, input.kernel_source};
+    abi::CompiledFunction compiled = compile_abi(*spec, options);
+    return {std::move(compiled.code).set_nrt(input.nrt), std::nullopt, input.kernel_source, &input,
+            std::move(compiled.symbol)};
   }
   // Checked against the scenario's input roots (or the fixture directory) as it is read.
   const fs::path path = input_file_path(scenario, input, fixture_dir);
   if (input.origin == Origin::file) {
-    return {LinkableCode::from_path(path).set_nrt(input.nrt), path, input.kernel_source};
+    return {LinkableCode::from_path(path).set_nrt(input.nrt), path, input.kernel_source, &input, {}};
   }
   const std::string name = input.name.value_or(path.empty() ? std::string() : path.filename().string());
   // A bytes input always has a format: load_scenario checks it.
   LinkableCode code = LinkableCode::from_bytes(*input.format, input_bytes(scenario, input, path), name);
-  return {std::move(code).set_nrt(input.nrt), std::nullopt, input.kernel_source};
+  return {std::move(code).set_nrt(input.nrt), std::nullopt, input.kernel_source, &input, {}};
 }
 
 std::vector<StepInput> step_inputs(const Scenario& scenario, const fs::path& fixture_dir, const StepOptions& options) {
@@ -120,8 +127,10 @@ double read_value(const Type& type, const unsigned char* at) {
   }
 }
 
-// Launches once and reads back the last output buffer: its values, and as text.
-std::vector<std::string> run_launch(const Launch& launch, const Kernel& kernel, std::vector<double>& values) {
+// Launches once (directly, or captured into a CUDA graph that is instantiated and launched:
+// the graph builder) and reads back the last output buffer: its values, and as text.
+std::vector<std::string> run_launch(const Launch& launch, const Kernel& kernel, std::vector<double>& values,
+                                    const std::shared_ptr<Module>& through_graph) {
   std::vector<DeviceBuffer> buffers;
   std::vector<ArgValue> args;
   const OutputArg* output = nullptr;
@@ -142,7 +151,19 @@ std::vector<std::string> run_launch(const Launch& launch, const Kernel& kernel, 
   LaunchConfig config;
   config.grid = launch.grid;
   config.block = launch.block;
-  kernel.launch(config, raw);
+  if (through_graph) {
+    const Stream stream;
+    Graph graph = capture(stream.handle(), [&](StreamHandle captured) {
+      LaunchConfig on_stream = config;
+      on_stream.stream = captured;
+      kernel.launch(on_stream, raw);
+    });
+    graph.retain(through_graph);
+    graph.launch(stream.handle());
+    graph.synchronize();
+  } else {
+    kernel.launch(config, raw);
+  }
   synchronize(nullptr);
   std::vector<std::string> text;
   if (output == nullptr) return text;
@@ -246,47 +267,130 @@ struct Built {
   std::string log;
 };
 
+// The step's options as typed link flags, which both backends honour or refuse by name
+// (and which reach NVRTC for CUDA C++ inputs: -G, -lineinfo, the math flags).
+LinkFlags link_flags(const StepOptions& step) {
+  LinkFlags flags;
+  flags.debug = step.debug;
+  flags.line_info = step.lineinfo;
+  flags.max_registers = step.max_registers;
+  flags.optimization_level = step.optimization_level;
+  flags.ftz = step.ftz;
+  flags.prec_div = step.prec_div;
+  flags.prec_sqrt = step.prec_sqrt;
+  flags.fma = step.fma;
+  return flags;
+}
+
+DeclaredFunction declared_function(const Declaration& d, const LinkableCode& code) {
+  DeclaredFunction function;
+  function.name = d.name;
+  function.module = d.module;
+  function.signatures = {d.signature};
+  function.abi = d.abi;
+  function.abi_name = d.abi_name;
+  function.link = {code};
+  return function;
+}
+
+// The abi builder: the "abi" inputs compiled (done when the inputs were read), and every
+// other input that can be read (PTX, cubin) defining each of their symbols.
+std::string check_abi_symbols(const std::vector<StepInput>& inputs) {
+  std::string log;
+  for (const StepInput& input : inputs) {
+    if (!input.symbol.empty()) log += "cujit::abi: " + input.symbol + "\n";
+  }
+  for (const StepInput& input : inputs) {
+    if (!input.symbol.empty()) continue;
+    const std::optional<std::vector<std::string>> defined = detail::defined_symbols(input.code);
+    if (!defined) {
+      throw Error(ErrorKind::unsupported, "scenario abi builder",
+                  "'" + input.code.name() + "' is " + std::string(to_string(input.code.format())) +
+                      ", whose symbols cannot be read; give PTX or a cubin");
+    }
+    for (const StepInput& compiled : inputs) {
+      if (compiled.symbol.empty()) continue;
+      if (std::find(defined->begin(), defined->end(), compiled.symbol) == defined->end()) {
+        throw Error(ErrorKind::link, "scenario abi builder",
+                    "'" + input.code.name() + "' does not define '" + compiled.symbol +
+                        "', the symbol cujit::abi gives " + compiled.spec->field,
+                    log);
+      }
+    }
+    log += "'" + input.code.name() + "' defines them\n";
+  }
+  return log;
+}
+
+reduce::ReduceBuild build_reduction(const Scenario& scenario, const std::vector<StepInput>& inputs,
+                                    const StepOptions& step, BuildCache& cache) {
+  const ReduceSpecFile& file = *scenario.reduce;
+  reduce::ReduceSpec spec;
+  spec.input = file.input;
+  spec.output = file.output;
+  spec.accumulator = file.accumulator;
+  spec.arch = resolve_arch(step.arch);
+  spec.config.nvrtc_options = link_nvrtc_options(link_flags(step));
+  if (file.op == "declared") {
+    for (const StepInput& input : inputs) {
+      if (input.spec->declares) {
+        const Declaration& d = *input.spec->declares;
+        spec.op = reduce::Operator::foreign(input.code, d.abi_name.value_or(d.name), d.signature);
+      }
+    }
+  } else {
+    spec.op = reduce::Operator::builtin(file.op == "min"   ? reduce::Builtin::min
+                                        : file.op == "max" ? reduce::Builtin::max
+                                                           : reduce::Builtin::sum);
+  }
+  return reduce::build_reduce(spec, cache);
+}
+
 Built build(const Scenario& scenario, const std::vector<StepInput>& inputs, const StepOptions& step,
             LinkerBackend backend, BuildCache& cache) {
   Built built;
-  std::vector<std::string> compile_options, link_options;
-  if (step.debug) {
-    compile_options.push_back("-G");
-    link_options.push_back("-g");
-  }
-  if (step.lineinfo) {
-    compile_options.push_back("-lineinfo");
-    link_options.push_back("-lineinfo");
-  }
+  const LinkFlags flags = link_flags(step);
   switch (scenario.builder) {
     case Builder::module:
       built.module = Module::load(inputs.front().code);
       break;
+    case Builder::abi:
+      built.log = check_abi_symbols(inputs);
+      break;
+    case Builder::reduce: {
+      reduce::ReduceBuild reduction = build_reduction(scenario, inputs, step, cache);
+      built.code = reduction.code;
+      break;
+    }
     case Builder::kernel: {
       KernelOptions options;
       options.link.arch = resolve_arch(step.arch);
       options.link.lto = step.lto;
       options.link.backend = backend;
-      options.link.compile.options = compile_options;
+      options.link.flags = flags;
       options.nrt = step.nrt;
       KernelBuilder kernel_builder(scenario.launch ? scenario.launch->kernel : scenario.name, options,
                                    cache);
+      // Declarations first: the kernel's CUDA C++ is compiled with their header.
+      for (const StepInput& input : inputs) {
+        if (input.spec->declares) kernel_builder.declare(declared_function(*input.spec->declares, input.code));
+      }
       for (const StepInput& input : inputs) {
         if (input.kernel_source) kernel_builder.source(input.code);
-        else kernel_builder.link(input.code);
+        else if (!input.spec->declares) kernel_builder.link(input.code);
       }
       const LinkedKernel linked = kernel_builder.link_cubin();
       built.code = linked.link.code;
       built.log = linked.link.info_log;
       break;
     }
+    case Builder::graph:
     case Builder::linker: {
       LinkOptions options;
       options.arch = resolve_arch(step.arch);
       options.lto = step.lto;
       options.backend = backend;
-      options.compile.options = compile_options;
-      options.nvjitlink_options = link_options;
+      options.flags = flags;
       Linker linker(options, cache);
       for (const StepInput& input : inputs) {
         if (input.file) linker.add_file(*input.file);
@@ -321,7 +425,8 @@ StepReport run_step(const Scenario& scenario, const Step& step, LinkerBackend ba
     if (scenario.launch) {
       if (!built.module) built.module = Module::load(*built.code);
       const Kernel kernel = built.module->kernel(scenario.launch->kernel);
-      out.launch_output = run_launch(*scenario.launch, kernel, values);
+      out.launch_output = run_launch(*scenario.launch, kernel, values,
+                                     scenario.builder == Builder::graph ? built.module : nullptr);
     }
     judge_success(out, step.expect, scenario.launch, built.code ? built.code->bytes() : Bytes{}, values);
   } catch (const ScenarioFileError&) {
@@ -342,6 +447,7 @@ ScenarioReport run_scenario(const Scenario& scenario, const fs::path& fixture_di
   ScenarioReport report;
   report.name = scenario.name;
   report.reported = scenario.reported;
+  report.reported_at = scenario.reported_at;
   report.cujit_behaviour = scenario.cujit_behaviour;
   report.environment = environment();
 

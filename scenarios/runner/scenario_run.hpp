@@ -50,6 +50,7 @@ struct StepReport {
 struct ScenarioReport {
   std::string name;
   std::string reported;         // what was reported upstream
+  std::string reported_at;      // where it was reported (empty: not known)
   std::string cujit_behaviour;  // what cujit does
   std::vector<InputReport> inputs;
   std::vector<StepReport> steps;

@@ -9,6 +9,7 @@
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
 #include "link/compile_sources.hpp"
+#include "link/failure_capture.hpp"
 #include "link/link_log.hpp"
 #include "support/ptx_scan.hpp"
 
@@ -355,7 +356,10 @@ LinkedKernel KernelBuilder::link_cubin() const {
   return copy;
 }
 
-LinkedKernel KernelBuilder::link_fresh(LinkerBackend backend) const {
+// With CUJIT_CAPTURE_DIR set, a failed build is saved as a scenario (link/failure_capture.hpp);
+// the links it retries are not.
+LinkedKernel KernelBuilder::link_fresh(LinkerBackend backend) const try {
+  const detail::CaptureSuppressed retried_links;
   Resolver resolver(*this, backend);
   for (;;) {
     try {
@@ -366,6 +370,21 @@ LinkedKernel KernelBuilder::link_fresh(LinkerBackend backend) const {
       if (!resolver.resolve_symbols(error.unresolved_symbols())) throw;
     }
   }
+} catch (const Error& error) {
+  detail::capture_failure_of(
+      [&] {
+        detail::FailedBuild failed{"kernel", kernel_name_, &options_.link, backend, options_.nrt, {}, {}, {}};
+        detail::not_captured_options(options_.link, failed.not_captured);
+        for (const LinkableCode& code : own_) failed.sources.push_back(&code);
+        for (const LinkableCode& code : external_) failed.inputs.push_back(&code);
+        for (const DeclaredFunction& function : declared_) {
+          for (const LinkableCode& code : function.link) failed.inputs.push_back(&code);
+          if (function.provider) failed.not_captured.push_back("link provider " + function.provider->name());
+        }
+        return failed;
+      },
+      error);
+  throw;
 }
 
 LinkedKernel KernelBuilder::link_set(LinkSet& set, LinkerBackend backend) const {

@@ -10,6 +10,7 @@
 #include "cujit/error.hpp"
 #include "driver/driver_api.hpp"
 #include "link/defined_symbols.hpp"
+#include "link/failure_capture.hpp"
 #include "link/link_log.hpp"
 #include "link/compile_sources.hpp"
 #include "link/link_session.hpp"
@@ -322,7 +323,8 @@ CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& op
   return key;
 }
 
-LinkResult Linker::link() const {
+// With CUJIT_CAPTURE_DIR set, a failed link is saved as a scenario (link/failure_capture.hpp).
+LinkResult Linker::link() const try {
   const detail::TraceRange range(link_range_name(backend_));
   std::vector<std::string> dropped;
   const std::vector<const LinkableCode*> unique = distinct_inputs(inputs_, &dropped);
@@ -360,6 +362,9 @@ LinkResult Linker::link() const {
   LinkableCode code = LinkableCode::cubin(std::move(image), (stem.empty() ? "linked" : stem) + ".linked.cubin");
   return LinkResult{std::move(code).set_lowered_names(lowered_names_of(unique)), info_log, backend_,
                     std::move(dropped)};
+} catch (const Error& error) {
+  detail::capture_failure_of([&] { return detail::failed_link(*this); }, error);
+  throw;
 }
 
 CachedLink Linker::link_cached() const {
