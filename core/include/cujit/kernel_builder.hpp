@@ -40,7 +40,8 @@ struct LinkedKernel {
   nrt::Decision nrt;
   LinkResult link;
   std::vector<ResolvedCall> resolved;
-  // Provider requests made by this build (one per distinct provider and signature).
+  /// Provider calls made by this build: one per distinct provider and signature whose
+  /// answer was not remembered from an earlier build (remembered_code_for).
   std::size_t provider_requests = 0;
   // Where the cubin came from (memo: link_cubin() copied a memorized build), and the cache
   // key's digest.
@@ -79,8 +80,8 @@ class KernelBuilder {
   // and an NRT_* symbol is unresolved, throws Error(nrt) naming symbol, input and fix; a
   // provider that throws gives an error naming the provider and the signature.
   LinkedKernel link_cubin() const;
-  // The same, shared: a build whose kernel name, options, inputs, declared functions
-  // (providers by identity) and settings read at call time (the NRT switch, the backend)
+  /// The same, shared: a build whose kernel name, options (typed link flags included),
+  /// inputs, declared functions (providers by LinkProvider::memory_name()) and settings read at call time (the NRT switch, the backend)
   // match an earlier one's through the same cache is recalled from the cache's memo, the
   // very object, without asking providers, scanning, hashing or copying. Builders whose
   // compile options name include directories are not memorized (their headers on disk can

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cujit/abi.hpp"
+#include "cujit/build_cache.hpp"
 #include "cujit/linkable_code.hpp"
 #include "cujit/signature.hpp"
 
@@ -28,10 +29,22 @@ class LinkProvider {
   // generate and compile code on the spot. Items it marks nrt = true feed the NRT policy.
   virtual std::vector<LinkableCode> code_for(const Signature& signature) = 0;
 
-  // Unique to this object in the process, never reused: what a memorized build names the
-  // provider by (an address can be reused once an object is gone). A build that asked this
-  // provider once is recalled without asking it again.
+  /// The version of what this provider generates, or nullopt (the default). A provider
+  /// that declares one promises that every provider object with the same name() and
+  /// version gives the same code for the same signature: its answers are then remembered
+  /// under (name, version, signature) by the cache's tiers, across builders, provider
+  /// objects and processes (remembered_code_for). Change the version whenever the code it
+  /// generates changes. Without one, answers are remembered per object, in the process.
+  virtual std::optional<std::string> version() const { return std::nullopt; }
+
+  /// Unique to this object in the process, never reused: what a memorized build names a
+  /// provider without a version by (an address can be reused once an object is gone). A
+  /// build that asked this provider once is recalled without asking it again.
   std::uint64_t identity() const noexcept { return identity_; }
+
+  /// What builds and keys name this provider by: "name@version" with a version,
+  /// "#identity" (process-local) without.
+  std::string memory_name() const;
 
  private:
   const std::uint64_t identity_;
@@ -56,6 +69,17 @@ struct DeclaredFunction {
   // Throws Error(usage) naming the function when it cannot be declared as given.
   void validate() const;
 };
+
+/// The code `provider` supplies for `signature`, asking it only when no earlier answer is
+/// remembered: per (memory_name(), signature) in `cache`'s memo for the process, and, for a
+/// provider with a version(), in the cache's tiers (memory, disk, remote) across processes.
+/// `asked` (if given) is set to whether the provider was called. What the provider throws
+/// propagates and nothing is remembered; a remembered entry that does not decode is dropped
+/// and the provider asked again.
+std::shared_ptr<const std::vector<LinkableCode>> remembered_code_for(LinkProvider& provider,
+                                                                     const Signature& signature,
+                                                                     BuildCache& cache,
+                                                                     bool* asked = nullptr);
 
 // CUDA C++ declarations of every signature of `functions`, plus callable wrappers named
 // after each function (overloaded by signature; a numba-ABI wrapper traps on a non-zero

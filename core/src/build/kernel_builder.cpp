@@ -12,6 +12,7 @@
 #include "link/failure_capture.hpp"
 #include "link/link_log.hpp"
 #include "support/ptx_scan.hpp"
+#include "support/trace_range.hpp"
 
 namespace cujit {
 namespace {
@@ -127,8 +128,10 @@ KernelBuilder& KernelBuilder::declare(DeclaredFunction function) {
   for (const Signature& signature : function.signatures) memo_fields_.add("signature", signature.str());
   for (const LinkableCode& item : function.link) name_in_memo("declared_link", item);
   if (function.provider) {
+    // A provider with a version is named by it (any object with that name and version
+    // gives the same code); one without, by its object's identity.
     memo_fields_.add("provider", function.provider->name())
-        .add("provider_identity", static_cast<long long>(function.provider->identity()));
+        .add("provider_memory_name", function.provider->memory_name());
   }
   seal_memo_fields();
   declared_.push_back(std::move(function));
@@ -251,18 +254,21 @@ class KernelBuilder::Resolver {
     if (!function->provider) return;
     const auto key = std::make_pair(function->provider.get(), signature);
     auto found = asked_.find(key);
-    if (found == asked_.end()) {
-      ++set.provider_requests;
-      found = asked_.emplace(key, ask(*function, signature)).first;
-    }
-    for (const LinkableCode& item : found->second) add(item);
+    if (found == asked_.end()) found = asked_.emplace(key, ask(*function, signature)).first;
+    for (const LinkableCode& item : *found->second) add(item);
   }
 
-  static std::vector<LinkableCode> ask(const DeclaredFunction& function, const Signature& signature) {
+  // The provider's code, remembered across builds (remembered_code_for): a request counts
+  // only when the provider is actually called.
+  std::shared_ptr<const std::vector<LinkableCode>> ask(const DeclaredFunction& function,
+                                                       const Signature& signature) {
     const std::string component = "LinkProvider '" + function.provider->name() + "'";
     const std::string what = "supplying '" + function.name + "' for " + signature.str() + " failed: ";
     try {
-      return function.provider->code_for(signature);
+      bool asked = false;
+      auto items = remembered_code_for(*function.provider, signature, *builder_.cache_, &asked);
+      if (asked) ++set.provider_requests;
+      return items;
     } catch (const Error& error) {
       error.rethrow_with_context(component, what);
     } catch (const std::exception& error) {
@@ -275,7 +281,7 @@ class KernelBuilder::Resolver {
   bool lto_;
   std::map<std::string, std::pair<const DeclaredFunction*, Signature>> by_symbol_;
   // One request per distinct (provider, signature) in this build.
-  std::map<std::pair<const LinkProvider*, Signature>, std::vector<LinkableCode>> asked_;
+  std::map<std::pair<const LinkProvider*, Signature>, std::shared_ptr<const std::vector<LinkableCode>>> asked_;
   std::vector<std::string> done_;
   std::deque<std::size_t> to_scan_;
 };
@@ -320,6 +326,8 @@ std::vector<std::string> KernelBuilder::culprits_of(const std::string& log,
 }
 
 std::shared_ptr<const LinkedKernel> KernelBuilder::linked(CacheSource& from) const {
+  // A literal: a memo hit pays no formatting for its range.
+  const detail::TraceRange range("cujit kernel build");
   if (own_.empty()) {
     throw Error(ErrorKind::usage, "KernelBuilder::link_cubin",
                 "kernel '" + kernel_name_ + "' has no source; add its own code with source()");
