@@ -1,12 +1,20 @@
 // cujit bench: the benchmark executables with filters by family and scenario, JSON out.
 // Quick mode (CPU families, few repetitions) without a GPU unless --full is given.
+// Each executable first lists the benchmarks the selection matches (Google Benchmark's
+// --benchmark_list_tests): one that matches none is not run, and a selection that matches
+// nothing anywhere is a usage error (exit 2), never an exit 0 with empty JSON files.
 // Children start from argument vectors; their output goes to a log this command writes.
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 
 #include "commands.hpp"
 #include "cujit/device.hpp"
+#include "json_output.hpp"
 #include "output.hpp"
 #include "paths.hpp"
+#include "presentation.hpp"
 #include "spawn.hpp"
 
 namespace cujit::cli {
@@ -43,14 +51,54 @@ ChildExit run_logged(const ChildSpec& child, const std::filesystem::path& log) {
   ChildSpec spec = child;
   spec.out = Sink::capture;
   spec.err_to_out = true;
-  const ChildExit exit = run_child(spec, [&](Stream, std::string_view text) { file.write(text); });
+  const ChildExit exit = run_child(spec, [&](Stream, std::string_view text) {
+    file.write(text);
+    if (verbose()) std::cerr << text;
+  });
   file.finish();
   return exit;
 }
 
+// The benchmarks `child` (an executable with its selection, no output options) would run:
+// its --benchmark_list_tests listing, one name a line. Nullopt, with `why`, when the
+// listing itself failed.
+std::optional<std::vector<std::string>> list_benchmarks(ChildSpec child, std::string& why) {
+  child.argv.push_back("--benchmark_list_tests=true");
+  child.out = Sink::capture;
+  child.err = Sink::capture;
+  std::string listing;
+  Tail errors(4096);
+  const ChildExit exit = run_child(child, [&](Stream stream, std::string_view text) {
+    if (stream == Stream::out) {
+      if (listing.size() < (16u << 20)) listing.append(text);
+    } else {
+      errors.append(text);
+    }
+  });
+  if (!exit.exited() || exit.exit_code != 0) {
+    why = describe(exit) + (errors.last_line().empty() ? "" : ": " + errors.last_line());
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) names.push_back(line);
+  }
+  return names;
+}
+
+std::string selection(const BenchOptions& options) {
+  std::string text;
+  for (const std::string& family : options.families) text += (text.empty() ? "" : " ") + ("--family " + shown(family));
+  for (const std::string& scenario : options.scenarios) {
+    text += (text.empty() ? "" : " ") + ("--scenario " + shown(scenario));
+  }
+  return text;
+}
+
 }  // namespace
 
-int bench(const BenchOptions& options) {
+int bench(const BenchOptions& options, nlohmann::json* summary) {
   for (const std::string& family : options.families) {
     if (family.empty()) throw CliError("bench: --family '': must not be empty");
   }
@@ -69,30 +117,72 @@ int bench(const BenchOptions& options) {
     executables.insert(executables.end(), {"bench_jit_gpu", "bench_launch"});
   }
   const std::string regex = filter(options);
-  int status = exit_ok;
-  int index = 0;
-  for (const std::string& name : executables) {
-    ++index;
-    std::cerr << "[" << index << "/" << executables.size() << "] bench " << name << (quick ? " (quick)" : "") << "\n";
-    const auto json = options.out / (name + ".json");
-    const auto log = options.out / (name + ".log");
+  auto selected_child = [&](const std::string& name) {
     ChildSpec child = child_spec({(build_dir() / "bench" / name).string()});
     if (quick) child.argv.push_back("--cujit-quick");
+    if (!regex.empty()) child.argv.push_back("--benchmark_filter=" + regex);
+    return child;
+  };
+  // What each executable would run, before anything runs.
+  int status = exit_ok;
+  std::vector<std::string> to_run;
+  nlohmann::json each = nlohmann::json::array();
+  std::size_t matched = 0;
+  for (const std::string& name : executables) {
+    std::string why;
+    const auto names = list_benchmarks(selected_child(name), why);
+    if (!names) {
+      std::cerr << "cujit bench: " << name << " cannot list its benchmarks (" << why << ")\n";
+      status = exit_failures;
+      each.push_back({{"name", name}, {"status", "failed"}, {"benchmarks", 0}, {"why", "listing: " + why}});
+      continue;
+    }
+    matched += names->size();
+    if (names->empty()) {
+      each.push_back({{"name", name}, {"status", "not selected"}, {"benchmarks", 0}});
+      continue;
+    }
+    to_run.push_back(name);
+    each.push_back({{"name", name}, {"status", "ok"}, {"benchmarks", names->size()}});
+  }
+  if (matched == 0 && status == exit_ok && !regex.empty()) {
+    std::cerr << "cujit bench: " << selection(options) << " matches no benchmark"
+              << (quick ? " of the quick set (--full runs the GPU families)" : "") << "\n";
+    return exit_usage;
+  }
+  int index = 0;
+  for (const std::string& name : to_run) {
+    ++index;
+    progress() << "[" << index << "/" << to_run.size() << "] bench " << name << (quick ? " (quick)" : "") << "\n";
+    const auto json = options.out / (name + ".json");
+    const auto log = options.out / (name + ".log");
+    ChildSpec child = selected_child(name);
     child.argv.insert(child.argv.end(), {"--benchmark_out=" + json.string(), "--benchmark_out_format=json",
                                          "--benchmark_format=console"});
-    if (!regex.empty()) child.argv.push_back("--benchmark_filter=" + regex);
     std::error_code ignored;
     std::filesystem::remove(json, ignored);  // a JSON from an earlier run must not pass for this one's
     const ChildExit exit = run_logged(child, log);
+    std::string failure;
     if (!exit.exited() || exit.exit_code != 0) {
-      std::cerr << "cujit bench: " << name << " failed (" << describe(exit) << "), see " << shown(log.string()) << "\n";
-      status = exit_failures;
+      failure = describe(exit);
+      std::cerr << "cujit bench: " << name << " failed (" << failure << "), see " << shown(log.string()) << "\n";
     } else if (const auto size = std::filesystem::file_size(json, ignored); ignored || size == 0) {
+      failure = "wrote no JSON";
       std::cerr << "cujit bench: " << name << " wrote no JSON to " << shown(json.string()) << ", see "
                 << shown(log.string()) << "\n";
-      status = exit_failures;
     }
+    for (auto& entry : each) {
+      if (entry["name"] != name) continue;
+      entry["json"] = json.string();
+      entry["log"] = log.string();
+      if (!failure.empty()) {
+        entry["status"] = "failed";
+        entry["why"] = failure;
+      }
+    }
+    if (!failure.empty()) status = exit_failures;
   }
+  nlohmann::json peers = nlohmann::json::array();
   if (!quick) {
     for (const auto& [script, json] : {std::pair{"numba_peer.py", "peer_numba.json"},
                                        std::pair{"cuda_core_peer.py", "peer_cuda_core.json"}}) {
@@ -102,10 +192,24 @@ int bench(const BenchOptions& options) {
                             std::filesystem::absolute(options.out / json).string(),
                             std::filesystem::absolute(source_dir() / "scenarios").string(), "5"});
       // A peer that is not installed is not a failure of cujit: its log says why.
-      run_logged(peer, options.out / (std::string(json) + ".log"));
+      const ChildExit exit = run_logged(peer, options.out / (std::string(json) + ".log"));
+      peers.push_back({{"name", script}, {"json", (options.out / json).string()}, {"ran", exit.exited() && exit.exit_code == 0}});
     }
   }
-  std::cout << "benchmarks: " << options.out.string() << "\n";
+  const nlohmann::json document = {{"schema", 1},
+                                   {"out", options.out.string()},
+                                   {"quick", quick},
+                                   {"filter", regex},
+                                   {"executables", each},
+                                   {"peers", peers},
+                                   {"exit_code", status}};
+  if (summary != nullptr) {
+    *summary = document;
+  } else if (options.json) {
+    print_json(document);
+  } else {
+    std::cout << "benchmarks: " << options.out.string() << "\n";
+  }
   return status;
 }
 

@@ -1,48 +1,154 @@
-// cujit cache: the global build cache's stats, path, or clear.
+// cujit cache: the build cache's statistics, path, or clear. `stats` reads the persistent
+// counters of the cache directory (read_cache_counters: what every process using it
+// counted, as `ccache -s` shows), with the hit rate of each tier and sizes in binary units;
+// --zero sets them to 0 after showing them; --json prints one object (docs/cli.md).
+#include <ctime>
+#include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
+#include "byte_units.hpp"
 #include "commands.hpp"
 #include "cujit/build_cache.hpp"
+#include "json_output.hpp"
+#include "output.hpp"
 
 namespace cujit::cli {
+namespace {
 
-int cache(const std::string& action) {
-  BuildCache& cache = BuildCache::global();
-  if (action == "path") {
-    std::cout << cache.config().directory.string() << "\n";
-    return exit_ok;
+std::string percent(double rate) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << rate * 100.0 << "%";
+  return text.str();
+}
+
+std::string utc(std::int64_t seconds) {
+  const std::time_t time = static_cast<std::time_t>(seconds);
+  std::tm parts{};
+  ::gmtime_r(&time, &parts);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &parts);
+  return text;
+}
+
+nlohmann::json tier_json(const TierCounters& tier) {
+  return {{"hits", tier.hits}, {"misses", tier.misses}, {"hit_rate", tier.hit_rate()}};
+}
+
+nlohmann::json remote_json(BuildCache& cache) {
+  if (!BuildCache::remote_built_in()) return {{"built_in", false}};
+  if (cache.remote_url().empty()) return {{"built_in", true}, {"url", nullptr}};
+  std::string why;
+  const bool reachable = cache.remote_reachable(&why);
+  return {{"built_in", true},
+          {"url", cache.remote_url()},
+          {"prefix", cache.remote_prefix()},
+          {"reachable", reachable},
+          {"why_not_reachable", reachable ? nlohmann::json() : nlohmann::json(why)}};
+}
+
+nlohmann::json stats_json(BuildCache& cache, const CacheCounters& counters) {
+  const CacheConfig& config = cache.config();
+  std::vector<std::string> warnings = counters.warnings;
+  for (const std::string& warning : cache.warnings()) warnings.push_back(warning);
+  return {{"schema", 1},
+          {"mode", to_string(config.mode)},
+          {"directory", config.directory.string()},
+          {"disk_usable", cache.disk_usable()},
+          {"max_disk_bytes", config.max_disk_bytes},
+          {"max_memory_bytes", config.max_memory_bytes},
+          {"entries", counters.entries},
+          {"bytes", counters.bytes},
+          {"tiers",
+           {{"memo", tier_json(counters.memo)},
+            {"memory", tier_json(counters.memory)},
+            {"disk", tier_json(counters.disk)},
+            {"remote", tier_json(counters.remote)}}},
+          {"hit_rate", counters.hit_rate()},
+          {"builds", counters.builds},
+          {"stores", counters.stores},
+          {"evictions", counters.evictions},
+          {"corrupt_entries", counters.corrupt_entries},
+          {"zeroed_at", counters.zeroed_at != 0 ? nlohmann::json(counters.zeroed_at) : nlohmann::json()},
+          {"remote", remote_json(cache)},
+          {"warnings", warnings}};
+}
+
+void print_stats(const nlohmann::json& stats) {
+  std::cout << "cache directory: " << stats["directory"].get<std::string>() << " (mode "
+            << stats["mode"].get<std::string>() << (stats["disk_usable"].get<bool>() ? "" : ", disk tier not used")
+            << ")\n";
+  std::cout << "counted since:   "
+            << (stats["zeroed_at"].is_null() ? std::string("the directory's first use")
+                                             : "zeroed " + utc(stats["zeroed_at"].get<std::int64_t>()))
+            << "\n";
+  for (const char* tier : {"memo", "memory", "disk", "remote"}) {
+    const auto& counts = stats["tiers"][tier];
+    std::cout << std::left << std::setw(8) << tier << std::right << std::setw(10) << counts["hits"].get<std::uint64_t>()
+              << " hits " << std::setw(10) << counts["misses"].get<std::uint64_t>() << " misses  hit rate "
+              << percent(counts["hit_rate"].get<double>()) << "\n";
   }
-  if (action == "clear") {
-    std::cout << "removed " << cache.clear() << " entries from " << cache.config().directory.string() << "\n";
-    return exit_ok;
-  }
-  const CacheStats stats = cache.stats();
-  std::cout << "mode:        " << to_string(cache.config().mode) << "\n"
-            << "directory:   " << cache.config().directory.string() << (cache.disk_usable() ? "" : " (not used)") << "\n"
-            << "disk bytes:  " << cache.disk_bytes() << " of " << cache.config().max_disk_bytes << "\n"
-            << "memory cap:  " << cache.config().max_memory_bytes << " bytes\n";
-  std::cout << "remote:      ";
-  if (!BuildCache::remote_built_in()) {
+  std::cout << "builds:          " << stats["builds"].get<std::uint64_t>() << " (overall hit rate "
+            << percent(stats["hit_rate"].get<double>()) << ")\n"
+            << "stores:          " << stats["stores"].get<std::uint64_t>() << ", evictions "
+            << stats["evictions"].get<std::uint64_t>() << ", unsound entries dropped "
+            << stats["corrupt_entries"].get<std::uint64_t>() << "\n"
+            << "entries:         " << stats["entries"].get<std::uint64_t>() << ", "
+            << human_bytes(stats["bytes"].get<std::uint64_t>()) << " of "
+            << human_bytes(stats["max_disk_bytes"].get<std::uint64_t>()) << " (CUJIT_CACHE_MAX_BYTES)\n"
+            << "memory cap:      " << human_bytes(stats["max_memory_bytes"].get<std::uint64_t>())
+            << " (CUJIT_CACHE_MEMORY_BYTES)\n";
+  const auto& remote = stats["remote"];
+  std::cout << "remote:          ";
+  if (!remote["built_in"].get<bool>()) {
     std::cout << "not built in (this cujit was built without hiredis)\n";
-  } else if (cache.remote_url().empty()) {
+  } else if (remote["url"].is_null()) {
     std::cout << "none (CUJIT_CACHE_REMOTE=redis://[[user]:password@]host[:port][/db])\n";
   } else {
-    std::string why;
-    const bool reachable = cache.remote_reachable(&why);
-    std::cout << cache.remote_url() << ", keys " << cache.remote_prefix() << "*, "
-              << (reachable ? "reachable" : "not reachable: " + why) << "\n";
+    std::cout << remote["url"].get<std::string>() << ", keys " << remote["prefix"].get<std::string>() << "*, "
+              << (remote["reachable"].get<bool>() ? std::string("reachable")
+                                                  : "not reachable: " + remote["why_not_reachable"].get<std::string>())
+              << "\n";
   }
-  std::cout << "this process: " << stats.memory_hits << " memory hits, " << stats.disk_hits << " disk hits, "
-            << stats.remote_hits << " remote hits, " << stats.builds << " builds, " << stats.process_waits
-            << " waits for another process, " << stats.remote_waits << " for another machine\n";
-  if (!cache.remote_url().empty()) {
-    std::cout << "remote tier: " << stats.remote_misses << " misses, " << stats.remote_writes << " writes, "
-              << stats.remote_corrupt << " unsound values, " << stats.remote_errors << " errors, "
-              << stats.remote_skipped << " calls skipped in back-off, " << stats.remote_write_failures
-              << " writes refused\n";
+  for (const auto& warning : stats["warnings"]) std::cout << "warning: " << warning.get<std::string>() << "\n";
+}
+
+}  // namespace
+
+int cache(const CacheOptions& options) {
+  if (options.zero && options.action != "stats") {
+    throw CliError("cache " + options.action + ": --zero goes with `cache stats`");
   }
-  for (const std::string& warning : cache.warnings()) std::cout << "warning: " << warning << "\n";
+  BuildCache& cache = BuildCache::global();
+  const std::string directory = cache.config().directory.string();
+  if (options.action == "path") {
+    if (options.json) {
+      print_json({{"schema", 1}, {"directory", directory}});
+    } else {
+      std::cout << directory << "\n";
+    }
+    return exit_ok;
+  }
+  if (options.action == "clear") {
+    const std::size_t removed = cache.clear();
+    if (options.json) {
+      print_json({{"schema", 1}, {"directory", directory}, {"removed", removed}});
+    } else {
+      std::cout << "removed " << removed << " entries from " << directory << "\n";
+    }
+    return exit_ok;
+  }
+  nlohmann::json stats = stats_json(cache, read_cache_counters(cache.config().directory));
+  if (options.zero) zero_cache_counters(cache.config().directory);
+  stats["zeroed"] = options.zero;
+  if (options.json) {
+    print_json(stats);
+  } else {
+    print_stats(stats);
+    if (options.zero) std::cout << "zeroed the counters of " << directory << " (entries kept)\n";
+  }
   return exit_ok;
 }
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -21,17 +22,22 @@ inline constexpr int exit_crashed = 3;
 struct ConformanceOptions {
   std::filesystem::path out;
   std::vector<std::string> areas;  // empty: all
-  bool quiet = false;
   bool isolate = false;  // each test in its own process
   std::string shard{};   // "I/N": run the I-th of N shards (shard_record.hpp); empty: all
+  std::string filter{};  // Google Test's --gtest_filter; empty: every test
+  bool require_gpu = false;  // CUJIT_REQUIRE_GPU=1 for the suites: GPU tests fail instead of skipping
+  bool json = false;         // the summary as JSON on standard output
 };
-int conformance(const ConformanceOptions& options);
+// Runs the suites. With `summary`, the summary goes there (the --json document) and
+// nothing is printed on standard output. A selection that runs no test is exit 2.
+int conformance(const ConformanceOptions& options, nlohmann::json* summary = nullptr);
 
 // Merges the results of `cujit conformance --shard` runs into one JUnit file and one
 // verdict; exit 1 for a failed test or a shard missing, duplicated, unfinished or crashed.
 struct MergeOptions {
   std::vector<std::string> shard_dirs;
   std::filesystem::path out;
+  bool json = false;  // print the verdict (verdict.json) instead of the text summary
 };
 int merge(const MergeOptions& options);
 
@@ -48,30 +54,57 @@ struct BenchOptions {
   bool full = false;
   std::vector<std::string> families;   // substrings of benchmark names
   std::vector<std::string> scenarios;
+  bool json = false;
 };
-int bench(const BenchOptions& options);
+// Runs the benchmark executables whose listing the selection matches; a selection that
+// matches no benchmark is exit 2. With `summary`, as conformance().
+int bench(const BenchOptions& options, nlohmann::json* summary = nullptr);
 
-int report(const std::vector<std::string>& json_files, const std::filesystem::path& out);
-int compare(const std::string& baseline, const std::string& current, double threshold,
-            const std::string& markdown);
+int report(const std::vector<std::string>& json_files, const std::filesystem::path& out, bool json = false,
+           nlohmann::json* summary = nullptr);
+
+struct CompareOptions {
+  std::string baseline, current, markdown;
+  double threshold = 0.05;
+  bool json = false;
+};
+int compare(const CompareOptions& options);
 
 struct RunOptions {
   std::filesystem::path out;
   bool quick = false;
   bool full = false;
+  bool json = false;
 };
 int run(const RunOptions& options);
 
 struct ReproOptions {
   std::string scenario;
   bool json = false;
+  // Run the scenario with a cache of its own here (CUJIT_CACHE_DIR), or with none
+  // (CUJIT_CACHE=off), so that a repro neither reads nor writes the user's cache.
+  std::string cache_dir;
+  bool no_cache = false;
+  // --capture DIR -- COMMAND...: run COMMAND with CUJIT_CAPTURE_DIR=DIR and list the
+  // scenario files it left there (the scenario is then not used).
+  std::string capture_dir;
+  std::vector<std::string> command;
   // Run the scenario in this process rather than in an isolated child.
   bool in_process = false;
   // Internal: the isolated child reports its progress on this descriptor (-1: none).
   int progress_fd = -1;
 };
 int repro(const ReproOptions& options);
-int cache(const std::string& action);
-int info();
+
+struct CacheOptions {
+  std::string action = "stats";  // stats | clear | path
+  bool json = false;
+  bool zero = false;  // stats: zero the persistent counters after printing them
+};
+int cache(const CacheOptions& options);
+
+// Versions of cujit, NVRTC, nvJitLink and the driver (versions.hpp).
+int version();
+int info(bool json);
 
 }  // namespace cujit::cli

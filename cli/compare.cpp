@@ -6,9 +6,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "json_output.hpp"
 #include "output.hpp"
 #include "paths.hpp"
 
@@ -38,29 +41,38 @@ class PrivateDir {
 
 }  // namespace
 
-int compare(const std::string& baseline, const std::string& current, double threshold,
-            const std::string& markdown) {
-  require_input_file(baseline, "compare: baseline");
-  require_input_file(current, "compare: current");
-  if (!std::isfinite(threshold) || threshold < 0) {
-    throw CliError("compare: --threshold " + std::to_string(threshold) + ": must be a finite number >= 0");
+int compare(const CompareOptions& options) {
+  require_input_file(options.baseline, "compare: baseline");
+  require_input_file(options.current, "compare: current");
+  if (!std::isfinite(options.threshold) || options.threshold < 0) {
+    throw CliError("compare: --threshold " + std::to_string(options.threshold) + ": must be a finite number >= 0");
   }
   const PrivateDir scratch;
   const std::filesystem::path table = scratch.path() / "table.md";
-  std::vector<std::string> args{"--threshold=" + std::to_string(threshold)};
-  if (!markdown.empty()) args.push_back("--markdown=" + table.string());
-  args.insert(args.end(), {"--", baseline, current});
-  const int status = run_report_script("compare.py", args);
+  std::vector<std::string> args{"--threshold=" + std::to_string(options.threshold)};
+  if (!options.markdown.empty()) args.push_back("--markdown=" + table.string());
+  args.insert(args.end(), {"--", options.baseline, options.current});
+  std::string printed;
+  const int status = run_report_script("compare.py", args, false, options.json ? &printed : nullptr);
   if (status > exit_usage) return exit_usage;
-  if (!markdown.empty() && status != exit_usage) {
+  if (!options.markdown.empty() && status != exit_usage) {
     std::ifstream in(table, std::ios::binary);
     if (!in) throw CliError("compare: compare.py wrote no markdown table");
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     try {
-      write_file(markdown, text);
+      write_file(options.markdown, text);
     } catch (const CliError& error) {
       throw CliError("compare: --markdown: " + std::string(error.what()));
     }
+  }
+  if (options.json) {
+    print_json({{"schema", 1},
+                {"baseline", options.baseline},
+                {"current", options.current},
+                {"threshold", options.threshold},
+                {"verdict", status == exit_ok ? "pass" : status == exit_failures ? "fail" : "cannot compare"},
+                {"table", printed},
+                {"exit_code", status}});
   }
   return status;
 }

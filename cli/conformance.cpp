@@ -1,5 +1,8 @@
-// cujit conformance: runs each conformance executable with JUnit-compatible XML output and
-// prints a one-screen summary: passed / failed / skipped by area, and why tests skipped.
+// cujit conformance: runs each conformance executable, reads its results from Google
+// Test's JSON report (gtest_json.hpp), writes JUnit XML from them and prints a one-screen
+// summary: passed / failed / skipped by area, and why tests skipped (or, with --json, the
+// same as one object). --filter is Google Test's filter; a selection that runs no test is
+// a usage error (exit 2). --require-gpu makes GPU tests fail instead of skipping.
 // A suite that dies (a vendor library crashing on an input) is a failure naming the
 // signal and the test it was in; with --isolate each test runs in its own process, so a
 // crash costs only the test that crashed and the others still count. With --shard I/N it
@@ -10,12 +13,18 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "commands.hpp"
 #include "devices.hpp"
+#include "gtest_json.hpp"
+#include "input_file.hpp"
+#include "json_output.hpp"
 #include "junit.hpp"
 #include "output.hpp"
+#include "presentation.hpp"
 #include "paths.hpp"
 #include "resource_spec.hpp"
 #include "shard_record.hpp"
@@ -52,34 +61,13 @@ void count(AreaResult& area, const TestCase& test) {
   }
 }
 
-// The test names an executable lists (--gtest_list_tests), as --gtest_filter takes them.
-std::vector<std::string> parse_test_list(const std::string& listing) {
-  std::vector<std::string> names;
-  std::istringstream lines(listing);
-  std::string line, suite;
-  auto disabled = [](const std::string& name) {
-    return name.rfind("DISABLED_", 0) == 0 || name.find("/DISABLED_") != std::string::npos ||
-           name.find(".DISABLED_") != std::string::npos;
-  };
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
-    if (line[0] != ' ') {
-      suite = line.substr(0, line.find(' '));
-      continue;
-    }
-    const std::size_t first = line.find_first_not_of(' ');
-    const std::string test = line.substr(first, line.find(' ', first) - first);
-    if (suite.empty() || suite.back() != '.' || test.empty()) continue;
-    const std::string name = suite + test;
-    if (!disabled(name)) names.push_back(name);
-  }
-  return names;
-}
-
 struct Area {
   std::string name;
   fs::path executable, xml, log, out;
   Shard shard;
+  std::string filter;  // Google Test's filter; empty: every test
+  bool require_gpu = false;
+  fs::path report() const { return out / "gtest" / (name + ".json"); }
 };
 
 // Whether Google Test picks the child's tests of the area's shard (GTEST_TOTAL_SHARDS and
@@ -90,13 +78,49 @@ ChildSpec suite_child(const Area& area, std::vector<std::string> args, GtestShar
   ChildSpec child = child_spec({area.executable.string()});
   child.argv.insert(child.argv.end(), args.begin(), args.end());
   child.environment = {{"CUJIT_CACHE_DIR", (area.out / "cache").string()}};
+  // The command decides the selection and the report: inherited Google Test variables
+  // would change them behind its options' back.
+  child.unset = {"GTEST_FILTER", "GTEST_OUTPUT", "GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX", "GTEST_ALSO_RUN_DISABLED_TESTS"};
+  if (area.require_gpu) child.environment.emplace_back("CUJIT_REQUIRE_GPU", "1");
   if (sharding == GtestSharding::by_environment && area.shard.total > 1) {
     child.environment.emplace_back("GTEST_TOTAL_SHARDS", std::to_string(area.shard.total));
     child.environment.emplace_back("GTEST_SHARD_INDEX", std::to_string(area.shard.index));
   }
   child.out = Sink::capture;
   child.err_to_out = true;
+  if (verbose()) {
+    std::string line;
+    for (const std::string& arg : child.argv) line += (line.empty() ? "" : " ") + shown(arg);
+    std::cerr << "cujit conformance: running " << line << "\n";
+  }
   return child;
+}
+
+// The child's output into its log (and to stderr under --verbose).
+void log_output(OutputFile& log, Tail& tail, std::string_view text) {
+  log.write(text);
+  tail.append(text);
+  if (verbose()) std::cerr << text;
+}
+
+// The test cases of a Google Test JSON report, skip reasons from `log` where the report
+// has none. Nullopt when the report is missing (a child that died before writing it).
+std::optional<std::vector<TestCase>> read_report(const fs::path& report, std::string_view log) {
+  std::string why;
+  const auto text = read_input_file(report, why);
+  if (!text) return std::nullopt;
+  std::vector<TestCase> cases = parse_gtest_report(*text, report.string());
+  for (TestCase& test : cases) {
+    if (test.result != Result::skipped || !test.message.empty()) continue;
+    test.message = skip_reason_from_log(log, test.suite, test.name);
+    if (test.message.empty()) test.message = "no reason given";
+  }
+  return cases;
+}
+
+std::vector<std::string> with_filter(const Area& area, std::vector<std::string> args) {
+  if (!area.filter.empty()) args.push_back("--gtest_filter=" + area.filter);
+  return args;
 }
 
 // One process for the whole executable, its output into the log.
@@ -104,18 +128,20 @@ AreaResult run_whole(const Area& area) {
   AreaResult result;
   std::error_code ignored;
   fs::remove(area.xml, ignored);  // an earlier run's report must not pass for this one's
+  fs::remove(area.report(), ignored);
   OutputFile log(area.log);
   Tail tail;
-  const ChildExit exit = run_child(suite_child(area, {"--gtest_output=xml:" + area.xml.string()},
+  const ChildExit exit = run_child(suite_child(area, with_filter(area, {"--gtest_output=json:" + area.report().string()}),
                                                GtestSharding::by_environment),
-                                   [&](Stream, std::string_view text) {
-                                     log.write(text);
-                                     tail.append(text);
-                                   });
+                                   [&](Stream, std::string_view text) { log_output(log, tail, text); });
   log.finish();
-  const bool reported = fs::exists(area.xml);
+  std::string why_log;
+  const auto log_text = read_input_file(area.log, why_log);
+  const auto cases = read_report(area.report(), log_text ? std::string_view(*log_text) : std::string_view(tail.text()));
+  const bool reported = cases.has_value();
   if (reported) {
-    for (const TestCase& test : read_junit(area.xml)) count(result, test);
+    write_junit(area.xml, *cases);
+    for (const TestCase& test : *cases) count(result, test);
   }
   if (exit.exited() && reported) return result;
   // Died (or never wrote its report): one failure naming how, and the test it was in.
@@ -138,41 +164,40 @@ AreaResult run_isolated(const Area& area) {
   std::error_code ignored;
   fs::remove(area.xml, ignored);  // an earlier run's report must not pass for this one's
   OutputFile log(area.log);
-  std::string listing;
-  const ChildExit listed = run_child(suite_child(area, {"--gtest_list_tests"}, GtestSharding::none),
-                                     [&](Stream, std::string_view text) {
-                                       log.write(text);
-                                       if (listing.size() < (64u << 20)) listing.append(text);
-                                     });
-  if (!listed.exited() || listed.exit_code != 0) {
+  const fs::path reports = area.out / "isolated" / area.name;
+  make_output_dir(reports, "conformance: --out");
+  const fs::path listing = reports / "tests.json";
+  fs::remove(listing, ignored);
+  Tail listing_tail;
+  const ChildExit listed = run_child(
+      suite_child(area, with_filter(area, {"--gtest_list_tests", "--gtest_output=json:" + listing.string()}),
+                  GtestSharding::none),
+      [&](Stream, std::string_view text) { log_output(log, listing_tail, text); });
+  std::string why_listing;
+  const auto listing_text = read_input_file(listing, why_listing);
+  if (!listed.exited() || listed.exit_code != 0 || !listing_text) {
     log.finish();
-    const std::string why = "listing its tests: " + describe(listed);
+    const std::string why = "listing its tests: " + (listing_text ? describe(listed) : listing.string() + " " + why_listing);
     std::cerr << "cujit conformance: " << area.name << " " << why << ", see " << shown(area.log.string()) << "\n";
     ++result.failed;
     result.crashed = why;
     result.failures.push_back("(" + why + ": see " + area.log.string() + ")");
     return result;
   }
-  const fs::path reports = area.out / "isolated" / area.name;
-  make_output_dir(reports, "conformance: --out");
   std::vector<TestCase> cases;
   int index = 0;
-  for (const std::string& name : parse_test_list(listing)) {
+  for (const std::string& name : parse_gtest_listing(*listing_text, listing.string())) {
     const int listed_index = index++;
     if (listed_index % area.shard.total != area.shard.index) continue;
-    const fs::path xml = reports / (std::to_string(listed_index) + ".xml");
-    fs::remove(xml, ignored);
+    const fs::path report = reports / (std::to_string(listed_index) + ".json");
+    fs::remove(report, ignored);
     log.write("=== " + name + "\n");
     Tail tail;
-    const ChildExit exit = run_child(suite_child(area, {"--gtest_filter=" + name, "--gtest_output=xml:" + xml.string()},
+    const ChildExit exit = run_child(suite_child(area, {"--gtest_filter=" + name, "--gtest_output=json:" + report.string()},
                                                  GtestSharding::none),
-                                     [&](Stream, std::string_view text) {
-                                       log.write(text);
-                                       tail.append(text);
-                                     });
-    const bool reported = exit.exited() && fs::exists(xml);
-    if (reported) {
-      for (TestCase& test : read_junit(xml)) cases.push_back(std::move(test));
+                                     [&](Stream, std::string_view text) { log_output(log, tail, text); });
+    if (auto reported = exit.exited() ? read_report(report, tail.text()) : std::nullopt) {
+      for (TestCase& test : *reported) cases.push_back(std::move(test));
       continue;
     }
     TestCase test;
@@ -208,12 +233,16 @@ void write_shard_record(const fs::path& out, const ShardRecord& record) {
 
 }  // namespace
 
-int conformance(const ConformanceOptions& options) {
+int conformance(const ConformanceOptions& options, nlohmann::json* summary) {
   const std::vector<std::string> areas = options.areas.empty() ? all_areas : options.areas;
   for (const std::string& area : areas) {
     if (!valid_area_name(area)) {
       throw CliError("conformance: --area " + shown(area) + ": an area is a name of lowercase letters, digits and _");
     }
+  }
+  if (options.filter.find_first_of(" \t\n\r") != std::string::npos) {
+    throw CliError("conformance: --filter " + shown(options.filter) +
+                   ": a Google Test filter has no white space (patterns separated by ':', negatives after '-')");
   }
   const Shard shard = options.shard.empty() ? Shard{} : parse_shard(options.shard);
   for (const std::string& name : areas) {
@@ -225,6 +254,7 @@ int conformance(const ConformanceOptions& options) {
   }
   const fs::path junit = options.out / "junit";
   make_output_dir(junit, "conformance: --out");
+  make_output_dir(options.out / "gtest", "conformance: --out");
 
   std::string why_no_device;
   const std::vector<DeviceInfo> devices = devices_present(why_no_device);
@@ -234,24 +264,25 @@ int conformance(const ConformanceOptions& options) {
   record.areas_requested = areas;
   for (const DeviceInfo& device : devices) record.devices.push_back(device.str());
   write_shard_record(options.out, record);
-  std::cerr << "cujit conformance: shard " << shard.str() << "; "
-            << (devices.empty() ? "no CUDA device (" + why_no_device + ")"
-                                : std::to_string(devices.size()) + " device(s), resource spec in " +
-                                      shown((options.out / "resource-spec.json").string()))
-            << "\n";
+  progress() << "cujit conformance: shard " << shard.str() << "; "
+             << (devices.empty() ? "no CUDA device (" + why_no_device + ")"
+                                 : std::to_string(devices.size()) + " device(s), resource spec in " +
+                                       shown((options.out / "resource-spec.json").string()))
+             << "\n";
 
   std::map<std::string, AreaResult> results;
   const auto start = std::chrono::steady_clock::now();
   int index = 0;
   for (const std::string& name : areas) {
     ++index;
-    const Area area{name, build_dir() / "conformance" / ("conformance_" + name), junit / (name + ".xml"),
-                    options.out / ("conformance_" + name + ".log"), options.out, shard};
+    Area area{name, build_dir() / "conformance" / ("conformance_" + name), junit / (name + ".xml"),
+              options.out / ("conformance_" + name + ".log"), options.out, shard, options.filter,
+              options.require_gpu};
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::cerr << "[" << index << "/" << areas.size() << "] conformance " << name
-              << (options.isolate ? " (each test isolated)" : "")
-              << (shard.total > 1 ? " (shard " + shard.str() + ")" : "") << " (" << std::fixed
-              << std::setprecision(1) << elapsed << " s elapsed)\n";
+    progress() << "[" << index << "/" << areas.size() << "] conformance " << name
+               << (options.isolate ? " (each test isolated)" : "")
+               << (shard.total > 1 ? " (shard " + shard.str() + ")" : "") << " (" << std::fixed
+               << std::setprecision(1) << elapsed << " s elapsed)\n";
     results[name] = options.isolate ? run_isolated(area) : run_whole(area);
     record.areas.push_back(area_record(name, results[name]));
   }
@@ -259,27 +290,75 @@ int conformance(const ConformanceOptions& options) {
   write_shard_record(options.out, record);
 
   int passed = 0, failed = 0, skipped = 0;
+  bool crashed = false;
   std::map<std::string, int> reasons;
+  nlohmann::json each = nlohmann::json::array();
+  for (const auto& [area, r] : results) {
+    passed += r.passed;
+    failed += r.failed;
+    skipped += r.skipped;
+    crashed = crashed || !r.crashed.empty();
+    for (const auto& [why, n] : r.skip_reasons) reasons[why] += n;
+    each.push_back({{"name", area},
+                    {"passed", r.passed},
+                    {"failed", r.failed},
+                    {"skipped", r.skipped},
+                    {"crashed", r.crashed.empty() ? nlohmann::json() : nlohmann::json(r.crashed)},
+                    {"failures", r.failures},
+                    {"skip_reasons", r.skip_reasons},
+                    {"junit", (junit / (area + ".xml")).string()},
+                    {"log", (options.out / ("conformance_" + area + ".log")).string()}});
+  }
+  // A selection that runs nothing is a mistake in the selection (a misspelt --filter), not
+  // a pass. A shard may be empty: its siblings ran the tests (`cujit merge` checks them).
+  if (passed + failed + skipped == 0 && !crashed && shard.total == 1) {
+    std::cerr << "cujit conformance: no test matches "
+              << (options.filter.empty() ? std::string("in the areas given") : "--filter " + shown(options.filter))
+              << " (areas:";
+    for (const std::string& area : areas) std::cerr << " " << area;
+    std::cerr << ")\n";
+    return exit_usage;
+  }
+  const int status = failed > 0 ? exit_failures : exit_ok;
+  const nlohmann::json document = {{"schema", 1},
+                                   {"out", options.out.string()},
+                                   {"junit_dir", junit.string()},
+                                   {"filter", options.filter},
+                                   {"shard", shard.str()},
+                                   {"require_gpu", options.require_gpu},
+                                   {"isolate", options.isolate},
+                                   {"passed", passed},
+                                   {"failed", failed},
+                                   {"skipped", skipped},
+                                   {"skip_reasons", reasons},
+                                   {"areas", each},
+                                   {"exit_code", status}};
+  if (summary != nullptr) {
+    *summary = document;
+    return status;
+  }
+  if (options.json) {
+    print_json(document);
+    return status;
+  }
   std::cout << "\n" << std::left << std::setw(12) << "area" << std::right << std::setw(8) << "passed"
             << std::setw(8) << "failed" << std::setw(9) << "skipped" << "\n";
   for (const auto& [area, r] : results) {
     std::cout << std::left << std::setw(12) << area << std::right << std::setw(8) << r.passed << std::setw(8)
               << r.failed << std::setw(9) << r.skipped << "\n";
-    passed += r.passed;
-    failed += r.failed;
-    skipped += r.skipped;
-    for (const auto& [why, n] : r.skip_reasons) reasons[why] += n;
   }
   std::cout << std::left << std::setw(12) << "total" << std::right << std::setw(8) << passed << std::setw(8)
             << failed << std::setw(9) << skipped << "\n";
   for (const auto& [why, n] : reasons) std::cout << "skipped " << n << ": " << why << "\n";
   for (const auto& [area, r] : results) {
-    for (const std::string& name : r.failures) std::cout << "FAILED " << area << ": " << name << "\n";
+    for (const std::string& name : r.failures) std::cout << paint(Tone::bad, "FAILED") << " " << area << ": " << name << "\n";
   }
   std::cout << "JUnit XML: " << junit.string() << "\n";
   if (shard.total > 1) std::cout << "shard " << shard.str() << ": " << (options.out / shard_record_file).string() << "\n";
-  std::cout << "conformance: " << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
-  return failed > 0 ? exit_failures : exit_ok;
+  std::cout << "conformance: " << paint(Tone::good, std::to_string(passed) + " passed") << ", "
+            << paint(failed > 0 ? Tone::bad : Tone::good, std::to_string(failed) + " failed") << ", "
+            << paint(Tone::warn, std::to_string(skipped) + " skipped") << "\n";
+  return status;
 }
 
 }  // namespace cujit::cli

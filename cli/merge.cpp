@@ -11,8 +11,10 @@
 
 #include "commands.hpp"
 #include "input_file.hpp"
+#include "json_output.hpp"
 #include "junit.hpp"
 #include "output.hpp"
+#include "presentation.hpp"
 #include "shard_record.hpp"
 
 namespace cujit::cli {
@@ -134,7 +136,7 @@ void merge_results(const LoadedShard& shard, Merged& merged) {
   }
 }
 
-std::string verdict_json(const std::vector<LoadedShard>& shards, const Merged& merged, bool pass) {
+nlohmann::json verdict_json(const std::vector<LoadedShard>& shards, const Merged& merged, bool pass) {
   nlohmann::json each = nlohmann::json::array();
   for (const LoadedShard& shard : shards) {
     each.push_back({{"dir", shard.dir},
@@ -146,14 +148,13 @@ std::string verdict_json(const std::vector<LoadedShard>& shards, const Merged& m
                     {"skipped", shard.record.skipped()},
                     {"devices", shard.record.devices}});
   }
-  const nlohmann::json json = {{"schema", 1},
-                               {"verdict", pass ? "pass" : "fail"},
-                               {"shards", each},
-                               {"passed", merged.passed},
-                               {"failed", merged.failed},
-                               {"skipped", merged.skipped},
-                               {"problems", merged.problems}};
-  return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return nlohmann::json{{"schema", 1},
+                        {"verdict", pass ? "pass" : "fail"},
+                        {"shards", each},
+                        {"passed", merged.passed},
+                        {"failed", merged.failed},
+                        {"skipped", merged.skipped},
+                        {"problems", merged.problems}};
 }
 
 }  // namespace
@@ -168,7 +169,12 @@ int merge(const MergeOptions& options) {
   if (shards.empty()) merged.problems.push_back("no shard could be read");
 
   write_junit(options.out / "junit.xml", merged.cases);
-  write_file(options.out / "verdict.json", verdict_json(shards, merged, pass));
+  const nlohmann::json verdict = verdict_json(shards, merged, pass);
+  write_file(options.out / "verdict.json", json_text(verdict));
+  if (options.json) {
+    print_json(verdict);
+    return pass ? exit_ok : exit_failures;
+  }
 
   for (const LoadedShard& shard : shards) {
     std::cout << "shard " << shard.record.shard.str() << " " << shard.dir << ": "
@@ -178,11 +184,11 @@ int merge(const MergeOptions& options) {
   }
   for (const std::string& problem : merged.problems) std::cout << "PROBLEM " << problem << "\n";
   for (const TestCase& test : merged.cases) {
-    if (test.result == Result::failed) std::cout << "FAILED " << test.suite << "." << test.name << "\n";
+    if (test.result == Result::failed) std::cout << paint(Tone::bad, "FAILED") << " " << test.suite << "." << test.name << "\n";
   }
   std::cout << "JUnit XML: " << (options.out / "junit.xml").string() << "\n"
             << "merged: " << merged.passed << " passed, " << merged.failed << " failed, " << merged.skipped
-            << " skipped; verdict " << (pass ? "pass" : "FAIL") << " (" << (options.out / "verdict.json").string()
+            << " skipped; verdict " << (pass ? paint(Tone::good, "pass") : paint(Tone::bad, "FAIL")) << " (" << (options.out / "verdict.json").string()
             << ")\n";
   return pass ? exit_ok : exit_failures;
 }

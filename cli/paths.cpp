@@ -38,15 +38,18 @@ std::string python() {
   return chosen;
 }
 
-int run_report_script(const std::string& script, const std::vector<std::string>& args) {
+int run_report_script(const std::string& script, const std::vector<std::string>& args, bool stdout_to_stderr,
+                      std::string* captured) {
   const std::string path = (source_dir() / "reports" / script).string();
   ChildSpec spec = child_spec({python(), path});
   spec.out = spec.err = Sink::capture;
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   Tail errors(16384);
   const ChildExit exit = run_child(spec, [&](Stream stream, std::string_view text) {
-    if (stream == Stream::out) {
-      std::cout << text;
+    if (stream == Stream::out && captured != nullptr) {
+      captured->append(text);
+    } else if (stream == Stream::out) {
+      (stdout_to_stderr ? std::cerr : std::cout) << text;
     } else {
       std::cerr << text;
       errors.append(text);

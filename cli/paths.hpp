@@ -20,9 +20,11 @@ std::string python();
 std::filesystem::path default_out_dir();
 
 // Runs reports/<script> with python() and `args` (an argument vector: no shell), its
-// stdout copied to ours and its stderr to ours. A script that died of an uncaught
+// stdout copied to ours (to our stderr with `stdout_to_stderr`, or into `captured` when
+// given) and its stderr to ours. A script that died of an uncaught
 // exception (Python exits 1 with a traceback, which would read as "failures found") or
 // could not start is an environment error: CliError naming the script.
-int run_report_script(const std::string& script, const std::vector<std::string>& args);
+int run_report_script(const std::string& script, const std::vector<std::string>& args, bool stdout_to_stderr = false,
+                      std::string* captured = nullptr);
 
 }  // namespace cujit::cli

@@ -9,16 +9,25 @@
 //
 // CUJIT_LINKER forces the backend of every step (the scenario file's "backend" included),
 // as it forces every link of a process; an unknown value is a usage error.
+//
+// --cache-dir DIR / --no-cache run the scenario with a cache of its own (CUJIT_CACHE_DIR)
+// or none (CUJIT_CACHE=off), so that a repro neither reads a build that hides the bug nor
+// writes into the user's cache. --capture DIR -- COMMAND... runs any program with
+// CUJIT_CAPTURE_DIR=DIR, where cujit's failing links and builds leave scenario files, and
+// lists the ones it left.
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "cujit/error.hpp"
+#include "json_output.hpp"
 #include "output.hpp"
+#include "presentation.hpp"
 #include "paths.hpp"
 #include "runner/scenario_file.hpp"
 #include "runner/scenario_render.hpp"
@@ -84,8 +93,21 @@ std::string what_runs(const scenarios::Scenario& scenario) {
          (scenario.steps.size() == 1 ? "" : "s") + " through " + backends + ")";
 }
 
+// The environment --cache-dir / --no-cache give the process running the scenario.
+std::vector<std::pair<std::string, std::string>> cache_environment(const ReproOptions& options) {
+  if (options.no_cache && !options.cache_dir.empty()) {
+    throw CliError("repro: --cache-dir " + shown(options.cache_dir) + " and --no-cache: give one of them");
+  }
+  if (options.no_cache) return {{"CUJIT_CACHE", "off"}};
+  if (options.cache_dir.empty()) return {};
+  make_output_dir(options.cache_dir, "repro: --cache-dir");
+  return {{"CUJIT_CACHE_DIR", std::filesystem::absolute(options.cache_dir).string()}};
+}
+
 int run_here(const ReproOptions& options) {
   const int fd = options.progress_fd;
+  // Before anything can touch BuildCache::global(), which reads them once.
+  for (const auto& [name, value] : cache_environment(options)) ::setenv(name.c_str(), value.c_str(), 1);
   try {
     progress(fd, "loading " + options.scenario);
     scenarios::Scenario scenario = scenarios::load_scenario(options.scenario);
@@ -162,6 +184,7 @@ int run_isolated(const ReproOptions& options) {
   }
   ChildSpec child = child_spec({self_executable(), "repro", "--in-process", "--progress-fd",
                                 std::to_string(child_progress_fd)});
+  child.environment = cache_environment(options);
   if (options.json) child.argv.emplace_back("--json");
   child.argv.insert(child.argv.end(), {"--", options.scenario});
   child.err = Sink::capture;
@@ -185,7 +208,57 @@ int run_isolated(const ReproOptions& options) {
 
 }  // namespace
 
+// Every regular file under `dir` with its modification time, to tell what a run added.
+std::map<std::string, std::filesystem::file_time_type> files_under(const std::filesystem::path& dir) {
+  std::map<std::string, std::filesystem::file_time_type> files;
+  std::error_code error;
+  for (std::filesystem::recursive_directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    std::error_code ignored;
+    if (it->is_regular_file(ignored)) files[it->path().string()] = it->last_write_time(ignored);
+  }
+  return files;
+}
+
+int capture(const ReproOptions& options) {
+  if (options.command.empty()) {
+    throw CliError("repro: --capture " + shown(options.capture_dir) + ": give the command after --");
+  }
+  make_output_dir(options.capture_dir, "repro: --capture");
+  const std::filesystem::path dir = std::filesystem::absolute(options.capture_dir);
+  const auto before = files_under(dir);
+  ChildSpec child = child_spec(options.command);
+  child.environment = cache_environment(options);
+  child.environment.emplace_back("CUJIT_CAPTURE_DIR", dir.string());
+  // With --json, standard output holds the document: the command's own goes to stderr.
+  if (options.json) {
+    child.out = Sink::capture;
+  }
+  const ChildExit exit = run_child(child, [](Stream, std::string_view text) { std::cerr << text; });
+  if (!exit.started()) throw CliError("repro: --capture: cannot run " + shown(options.command.front()) + ": " + describe(exit));
+  std::vector<std::string> written;
+  for (const auto& [path, time] : files_under(dir)) {
+    const auto found = before.find(path);
+    if (found == before.end() || found->second != time) written.push_back(path);
+  }
+  if (options.json) {
+    print_json({{"schema", 1},
+                {"capture_dir", dir.string()},
+                {"command", options.command},
+                {"exit_status", exit.signal == 0 ? nlohmann::json(exit.exit_code) : nlohmann::json()},
+                {"signal", exit.signal != 0 ? nlohmann::json(signal_name(exit.signal)) : nlohmann::json()},
+                {"scenarios", written}});
+    return exit_ok;
+  }
+  std::cout << "command: " << describe(exit) << "\n"
+            << "captured " << written.size() << " file" << (written.size() == 1 ? "" : "s") << " in " << dir.string()
+            << "\n";
+  for (const std::string& path : written) std::cout << "  " << path << "\n";
+  if (!written.empty()) std::cout << "(cujit repro FILE runs one)\n";
+  return exit_ok;
+}
+
 int repro(const ReproOptions& options) {
+  if (!options.capture_dir.empty()) return capture(options);
   return options.in_process ? run_here(options) : run_isolated(options);
 }
 

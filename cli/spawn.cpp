@@ -66,6 +66,7 @@ std::vector<std::string> child_environment(const ChildSpec& spec) {
     const std::string_view name = text.substr(0, text.find('='));
     bool replaced = false;
     for (const auto& [set_name, value] : spec.environment) replaced = replaced || set_name == name;
+    for (const std::string& unset : spec.unset) replaced = replaced || unset == name;
     if (!replaced) out.emplace_back(text);
   }
   for (const auto& [name, value] : spec.environment) out.push_back(name + "=" + value);

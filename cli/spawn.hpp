@@ -28,6 +28,8 @@ struct ChildSpec {
   std::vector<std::string> argv;
   // Set in the child's environment, replacing an inherited value of the same name.
   std::vector<std::pair<std::string, std::string>> environment;
+  // Removed from the child's environment (an inherited variable the command decides).
+  std::vector<std::string> unset;
   Sink out = Sink::inherit;
   Sink err = Sink::inherit;
   // The child's stderr goes where its stdout goes (`err` is then ignored).

@@ -1,9 +1,14 @@
 // A stand-in for the programs the cujit command runs, for conformance_cli: a fake build
 // tree links conformance_<area> and bench/bench_* to it, and CUJIT_PYTHON names it.
 //   - CUJIT_FAKE_ARGV_LOG=FILE: appends its argument vector to FILE (each argument ends in
-//     a NUL, each call in one more NUL), so a test sees exactly what a child received;
+//     a NUL, each call in one more NUL), so a test sees exactly what a child received; the
+//     variables the command sets for its children follow as "env:NAME=VALUE" entries;
+//   - an argument --benchmark_list_tests=true: lists its one benchmark, cujit/fake/tiny,
+//     when the --benchmark_filter regular expression (if any) matches it, exits 0;
 //   - an argument --benchmark_out=PATH: writes a minimal benchmark JSON there, exits 0
 //     (a bench executable);
+//   - the argument --fake-capture: writes fake-scenario.json into $CUJIT_CAPTURE_DIR and
+//     exits 1, as a program whose link failed under `cujit repro --capture`;
 //   - otherwise a Google Test program with three tests: FakeSuite.Passes, FakeSuite.Skips,
 //     and FakeSuite.Crashes, which dies of SIGSEGV when CUJIT_FAKE_CRASH=1 (else passes).
 // It is not a conformance suite: CTest never runs it.
@@ -12,7 +17,10 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <regex>
 #include <string>
 
 namespace {
@@ -35,7 +43,30 @@ void log_arguments(int argc, char** argv) {
   if (log == nullptr || *log == '\0') return;
   std::ofstream out(log, std::ios::binary | std::ios::app);
   for (int i = 0; i < argc; ++i) out << argv[i] << '\0';
+  for (const char* name : {"CUJIT_REQUIRE_GPU", "CUJIT_CAPTURE_DIR", "CUJIT_CACHE", "CUJIT_CACHE_DIR", "GTEST_FILTER"}) {
+    if (const char* value = std::getenv(name); value != nullptr) out << "env:" << name << "=" << value << '\0';
+  }
   out << '\0';
+}
+
+constexpr const char* fake_benchmark = "cujit/fake/tiny";
+
+// Google Benchmark's listing: the benchmark when the filter (if any) matches its name.
+int list_benchmarks(int argc, char** argv) {
+  std::string filter;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--benchmark_filter=", 0) == 0) filter = arg.substr(std::strlen("--benchmark_filter="));
+  }
+  try {
+    if (filter.empty() || std::regex_search(fake_benchmark, std::regex(filter, std::regex::extended))) {
+      std::cout << fake_benchmark << "\n";
+    }
+  } catch (const std::regex_error& error) {
+    std::cerr << "fake benchmark: bad filter: " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
 }
 
 constexpr const char* bench_json = R"({
@@ -52,6 +83,16 @@ constexpr const char* bench_json = R"({
 
 int main(int argc, char** argv) {
   log_arguments(argc, argv);
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--benchmark_list_tests=true") == 0) return list_benchmarks(argc, argv);
+    if (std::strcmp(argv[i], "--fake-capture") == 0) {
+      const char* dir = std::getenv("CUJIT_CAPTURE_DIR");
+      if (dir == nullptr || *dir == '\0') return 3;
+      std::ofstream out(std::filesystem::path(dir) / "fake-scenario.json", std::ios::binary);
+      out << R"({"schema": 1, "name": "fake"})" << "\n";
+      return 1;
+    }
+  }
   for (int i = 1; i < argc; ++i) {
     constexpr const char* out_flag = "--benchmark_out=";
     if (std::strncmp(argv[i], out_flag, std::strlen(out_flag)) == 0) {

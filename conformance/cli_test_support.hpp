@@ -42,8 +42,9 @@ struct Spec {
   std::optional<std::string> stdout_path;                 // stdout to this file, not captured
 };
 
-inline Run run_cujit(const Spec& spec) {
-  std::vector<std::string> args{CUJIT_CLI_BINARY};
+// Runs `program` (an executable's path) with the spec's arguments and environment.
+inline Run run_program(const std::string& program, const Spec& spec) {
+  std::vector<std::string> args{program};
   args.insert(args.end(), spec.args.begin(), spec.args.end());
   std::vector<std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) {
@@ -110,6 +111,8 @@ inline Run run_cujit(const Spec& spec) {
   if (WIFSIGNALED(status)) run.signal = WTERMSIG(status);
   return run;
 }
+
+inline Run run_cujit(const Spec& spec) { return run_program(CUJIT_CLI_BINARY, spec); }
 
 // Every file or directory under `root` named exactly `name`.
 inline std::vector<fs::path> find_named(const fs::path& root, const std::string& name) {
