@@ -14,6 +14,8 @@
 #include "cujit/program.hpp"
 #include "cujit/signature.hpp"
 
+/// Device functions compiled with a C ABI or numba-cuda's ABI, and numba-cuda's names for
+/// functions (docs/abi-and-providers.md).
 namespace cujit::abi {
 
 /// A calling convention: C (result returned, name as given) or numba-cuda's.
