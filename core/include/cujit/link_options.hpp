@@ -36,7 +36,7 @@ struct LinkFlags {
   bool line_info = false;
   /// Register limit per thread, 1 to 255 (-maxrregcount=N, CU_JIT_MAX_REGISTERS).
   std::optional<unsigned> max_registers;
-  /// ptxas optimisation level 0 to 3 (-O<N>, CU_JIT_OPTIMIZATION_LEVEL). nvJitLink takes
+  /// ptxas optimisation level 0 to 3 (-O0 to -O3, CU_JIT_OPTIMIZATION_LEVEL). nvJitLink takes
   /// only 0 and 3.
   std::optional<unsigned> optimization_level;
   /// Flush single-precision denormals to zero (-ftz=). nvJitLink with LTO only.
@@ -59,7 +59,7 @@ struct LinkFlags {
   std::optional<unsigned> split_compile;
   /// Verbose messages in the info log (-verbose, CU_JIT_LOG_VERBOSE).
   bool verbose = false;
-  /// Extra ptxas options, in order, each passed as -Xptxas=<option>. nvJitLink only.
+  /// Extra ptxas options, in order, each passed as -Xptxas=OPTION. nvJitLink only.
   std::vector<std::string> ptxas_options;
 
   /// Field-wise equality.

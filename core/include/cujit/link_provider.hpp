@@ -16,17 +16,20 @@
 
 namespace cujit {
 
+/// Supplies the code of a declared device function per signature; subclass it.
 class LinkProvider {
  public:
+  /// A provider with a fresh identity().
   LinkProvider() noexcept;
-  // A copy is another provider: it gets an identity of its own.
+  /// A copy is another provider: it gets an identity of its own.
   LinkProvider(const LinkProvider&) noexcept;
+  /// Assignment keeps this object's identity.
   LinkProvider& operator=(const LinkProvider&) noexcept { return *this; }
   virtual ~LinkProvider() = default;
-  // For messages: "block_reduce<128>".
+  /// For messages: "block_reduce<128>".
   virtual std::string name() const = 0;
-  // The code defining the declared function for `signature` (and anything it needs). May
-  // generate and compile code on the spot. Items it marks nrt = true feed the NRT policy.
+  /// The code defining the declared function for `signature` (and anything it needs). May
+  /// generate and compile code on the spot. Items it marks nrt = true feed the NRT policy.
   virtual std::vector<LinkableCode> code_for(const Signature& signature) = 0;
 
   /// The version of what this provider generates, or nullopt (the default). A provider
@@ -50,23 +53,24 @@ class LinkProvider {
   const std::uint64_t identity_;
 };
 
-// A device function a kernel calls, declared to the KernelBuilder. Its symbol for each
-// signature follows its ABI: the C ABI uses abi_name (or the name) and allows one
-// signature; the numba ABI mangles module, name and argument types, so one name can have
-// several signatures (overloads).
+/// A device function a kernel calls, declared to the KernelBuilder. Its symbol for each
+/// signature follows its ABI: the C ABI uses abi_name (or the name) and allows one
+/// signature; the numba ABI mangles module, name and argument types, so one name can have
+/// several signatures (overloads).
 struct DeclaredFunction {
-  std::string name;
-  std::string module = "__main__";
-  std::vector<Signature> signatures;
-  abi::Abi abi = abi::Abi::numba;
-  std::optional<std::string> abi_name;
-  // Linked whenever the kernel calls this function.
+  std::string name;                    ///< an identifier: what CUDA C++ calls it
+  std::string module = "__main__";     ///< numba's module, part of a numba-ABI symbol
+  std::vector<Signature> signatures;   ///< at least one; one for the C ABI
+  abi::Abi abi = abi::Abi::numba;      ///< how symbols are named and called
+  std::optional<std::string> abi_name; ///< C ABI only: the symbol, when not the name
+  /// Linked whenever the kernel calls this function.
   std::vector<LinkableCode> link;
-  // Asked for code per signature the kernel calls (may be null).
+  /// Asked for code per signature the kernel calls (may be null).
   std::shared_ptr<LinkProvider> provider;
 
+  /// The symbol of this function for `signature`, by its ABI.
   std::string symbol(const Signature& signature) const;
-  // Throws Error(usage) naming the function when it cannot be declared as given.
+  /// Throws Error(usage) naming the function when it cannot be declared as given.
   void validate() const;
 };
 
@@ -81,9 +85,9 @@ std::shared_ptr<const std::vector<LinkableCode>> remembered_code_for(LinkProvide
                                                                      BuildCache& cache,
                                                                      bool* asked = nullptr);
 
-// CUDA C++ declarations of every signature of `functions`, plus callable wrappers named
-// after each function (overloaded by signature; a numba-ABI wrapper traps on a non-zero
-// status). Kernels include it as "cujit/declarations.cuh".
+/// CUDA C++ declarations of every signature of `functions`, plus callable wrappers named
+/// after each function (overloaded by signature; a numba-ABI wrapper traps on a non-zero
+/// status). Kernels include it as "cujit/declarations.cuh".
 std::string declarations_header(std::span<const DeclaredFunction> functions);
 
 }  // namespace cujit

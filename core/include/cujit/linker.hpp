@@ -19,87 +19,95 @@
 
 namespace cujit {
 
-// Pure: the backend for a link. An explicit request wins; then the CUJIT_LINKER
-// environment value ("nvjitlink" / "driver", passed in so this stays pure); otherwise
-// nvJitLink, the only backend that takes every format and needs no GPU.
-// Throws Error(usage) for an unknown environment value.
+/// Pure: the backend for a link. An explicit request wins; then the CUJIT_LINKER
+/// environment value ("nvjitlink" / "driver", passed in so this stays pure); otherwise
+/// nvJitLink, the only backend that takes every format and needs no GPU.
+/// Throws Error(usage) for an unknown environment value.
 LinkerBackend choose_backend(std::optional<LinkerBackend> requested,
                              std::string_view environment_value);
 
-// The backend a Linker with `options` uses: choose_backend() with CUJIT_LINKER read only
-// when the options name no backend.
+/// The backend a Linker with `options` uses: choose_backend() with CUJIT_LINKER read only
+/// when the options name no backend.
 LinkerBackend backend_for(const LinkOptions& options);
 
-// Pure: whether `backend` accepts `format` directly (cu is accepted by both: compiled first).
+/// Pure: whether `backend` accepts `format` directly (cu is accepted by both: compiled first).
 bool backend_accepts(LinkerBackend backend, Format format) noexcept;
 
-// What a `cu` input is compiled to before it is linked with these options on this backend:
-// LTO-IR when LTO is on and the backend takes LTO-IR, otherwise PTX.
+/// What a `cu` input is compiled to before it is linked with these options on this backend:
+/// LTO-IR when LTO is on and the backend takes LTO-IR, otherwise PTX.
 CompileTarget cu_compile_target(LinkerBackend backend, bool lto) noexcept;
 
 /// How a `cu` input of a link with `options` is compiled to `target`: options.compile with
 /// the link's architecture, the target, and link_nvrtc_options(options.flags) appended.
 CompileOptions cu_compile_options(const LinkOptions& options, CompileTarget target);
 
-// A `cu` input compiled the way a link with these options on this backend needs it
-// (cu_compile_target, cu_compile_options), through compile_cached, keeping its name stem
-// and nrt flag. Other formats are returned unchanged.
+/// A `cu` input compiled the way a link with these options on this backend needs it
+/// (cu_compile_target, cu_compile_options), through compile_cached, keeping its name stem
+/// and nrt flag. Other formats are returned unchanged.
 LinkableCode compile_for_link(LinkableCode code, const LinkOptions& options,
                               LinkerBackend backend, BuildCache& cache = BuildCache::global());
 
+/// What a link produced.
 struct LinkResult {
-  // The linked cubin, carrying the lowered names of every input's compile.
+  /// The linked cubin, carrying the lowered names of every input's compile.
   LinkableCode code;
-  std::string info_log;
-  LinkerBackend backend;
-  // Inputs that were dropped because an identical input (same format and bytes) came first.
+  std::string info_log;   ///< the backend's info log
+  LinkerBackend backend;  ///< the backend that linked
+  /// Inputs that were dropped because an identical input (same format and bytes) came first.
   std::vector<std::string> dropped_duplicates;
 };
 
+/// A link through the cache (Linker::link_cached).
 struct CachedLink {
-  LinkResult result;
-  CacheSource source = CacheSource::built;
-  std::string key;  // the cache key's digest
+  LinkResult result;                        ///< the link, built or recalled
+  CacheSource source = CacheSource::built;  ///< where it came from
+  std::string key;  ///< the cache key's digest
 };
 
-// The one key recipe for links ("link"; docs/cache.md): the linker's identity (nvJitLink
-// library, or the driver for the driver backend), the backend, the architecture with its
-// suffix, whether LTO runs, the typed flags (add_link_flags), the verbatim nvJitLink
-// options in order, and each distinct input in order by format, name and content digest.
+/// The one key recipe for links ("link"; docs/cache.md): the linker's identity (nvJitLink
+/// library, or the driver for the driver backend), the backend, the architecture with its
+/// suffix, whether LTO runs, the typed flags (add_link_flags), the verbatim nvJitLink
+/// options in order, and each distinct input in order by format, name and content digest.
 CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& options,
                   LinkerBackend backend);
 
+/// Links inputs of any format into a cubin through either backend (see the file comment).
 class Linker {
  public:
   /// `cache` holds the compiles of `cu` inputs and, for link_cached(), the link. Throws
   /// what check_link_options throws for options the chosen backend cannot honour.
   explicit Linker(LinkOptions options, BuildCache& cache = BuildCache::global());
   ~Linker();
+  /// Moves the inputs and options.
   Linker(Linker&&) noexcept;
+  /// Moves the inputs and options.
   Linker& operator=(Linker&&) noexcept;
   Linker(const Linker&) = delete;
   Linker& operator=(const Linker&) = delete;
 
-  // Adds an input. `cu` is compiled here (errors surface now, with the NVRTC log); LTO-IR
-  // into a backend or mode that cannot take it is Error(unsupported) naming the input.
+  /// Adds an input. `cu` is compiled here (errors surface now, with the NVRTC log); LTO-IR
+  /// into a backend or mode that cannot take it is Error(unsupported) naming the input.
   Linker& add(LinkableCode code);
-  // In-memory bytes of a given format, checked like LinkableCode::from_bytes.
+  /// In-memory bytes of a given format, checked like LinkableCode::from_bytes.
   Linker& add_data(Format format, Bytes bytes, std::string name);
-  // A file, format from its extension and content.
+  /// A file, format from its extension and content.
   Linker& add_file(const std::filesystem::path& path);
-  // add() of each in order, the CUDA C++ among them compiled side by side first (on threads:
-  // NVRTC 13.0 still runs their compiles one at a time, link/compile_sources.hpp).
+  /// add() of each in order, the CUDA C++ among them compiled side by side first (on threads:
+  /// NVRTC 13.0 still runs their compiles one at a time, link/compile_sources.hpp).
   Linker& add_all(std::vector<LinkableCode> codes);
 
-  // Links everything added so far into a cubin. Throws LinkError with both logs, the
-  // inputs, the backend and the API call on failure. The linker can link again.
+  /// Links everything added so far into a cubin. Throws LinkError with both logs, the
+  /// inputs, the backend and the API call on failure. The linker can link again.
   LinkResult link() const;
-  // As link(), through the cache (link_key): a hit returns the cubin, lowered names,
-  // info log and dropped duplicates the link produced.
+  /// As link(), through the cache (link_key): a hit returns the cubin, lowered names,
+  /// info log and dropped duplicates the link produced.
   CachedLink link_cached() const;
 
+  /// The backend chosen at construction (backend_for).
   LinkerBackend backend() const noexcept { return backend_; }
+  /// The options given at construction.
   const LinkOptions& options() const noexcept { return options_; }
+  /// The inputs added so far, `cu` ones compiled.
   const std::vector<LinkableCode>& inputs() const noexcept { return inputs_; }
 
  private:
@@ -111,9 +119,9 @@ class Linker {
   std::vector<LinkableCode> inputs_;
 };
 
-// "13.0" etc.
+/// "13.0" etc.
 std::string nvjitlink_version();
-// The exact nvJitLink in use: version and the library file this process loaded.
+/// The exact nvJitLink in use: version and the library file this process loaded.
 const std::string& nvjitlink_identity();
 
 }  // namespace cujit
