@@ -3,6 +3,8 @@
 // works, mode off and memory write nothing, and damaged or hostile counter files give a
 // defined reset with a warning, never a crash or a followed link.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -255,7 +257,7 @@ INSTANTIATE_TEST_SUITE_P(
     Forms, DamagedShard,
     ::testing::Values(
         Damage{"Garbage", [](const fs::path& p) { write_text(p, "\x7f" "ELF garbage\n"); }},
-        Damage{"Empty", [](const fs::path& p) { write_text(p, ""); }},
+        Damage{"Blank", [](const fs::path& p) { write_text(p, "\n"); }},
         Damage{"Truncated", [](const fs::path& p) { write_text(p, "cujit-counters 1\nbuilds 12"); }},
         Damage{"NotACount", [](const fs::path& p) { write_text(p, "cujit-counters 1\nbuilds -4\n"); }},
         Damage{"Overflow", [](const fs::path& p) { write_text(p, "cujit-counters 1\nbuilds 99999999999999999999999\n"); }},
@@ -302,18 +304,42 @@ TEST(CacheCounters, ACountersDirectoryThatIsALinkIsNotFollowed) {
   EXPECT_EQ(test::read_bytes(dir.path() / "outside" / "0.counters"), "cujit-counters 1\nbuilds 1000\n");
 }
 
-// What a process killed in the middle of a flush leaves (its temporary file, the lock file;
-// the kernel released the lock) changes nothing for the next one.
-TEST(CacheCounters, WhatAKilledFlushLeavesIsHarmless) {
+// A shard another process keeps locked: the flush gives up after a bounded wait with a
+// warning, keeps its counts, and adds them all once the lock is free.
+TEST(CacheCounters, ALockedShardDelaysTheCountsWithoutLosingThem) {
   test::TempDir dir;
-  CacheCounters two;
-  two.builds = 2;
-  std::string reset;
-  ASSERT_EQ(detail::add_counters(dir.path(), 6, two, reset), "");
-  write_text(dir.path() / detail::counters_directory_name / "6.counters.new", "cujit-counters 1\nbuil");
-  ASSERT_EQ(detail::add_counters(dir.path(), 6, two, reset), "");
-  EXPECT_EQ(reset, "");
-  EXPECT_EQ(read_cache_counters(dir.path()).builds, 4u);
+  const fs::path shard = shard_path(dir.path(), static_cast<unsigned>(::getpid()) % detail::counter_shards);
+  fs::create_directories(shard.parent_path());
+  BuildCache cache(test::disk_cache_at(dir.path()));
+  (void)cache.get_or_build(key_of("a"), builder("A"));
+  {
+    const int holder = ::open(shard.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(holder, 0);
+    ASSERT_EQ(::flock(holder, LOCK_EX), 0);
+    cache.flush_counters();  // waits for the lock, then gives up
+    ::close(holder);
+  }
+  EXPECT_TRUE(has_warning(cache, "locked by another process"));
+  EXPECT_EQ(read_cache_counters(dir.path()).builds, 0u);
+  (void)cache.get_or_build(key_of("b"), builder("B"));
+  cache.flush_counters();
+  EXPECT_EQ(read_cache_counters(dir.path()).builds, 2u);
+}
+
+TEST(CacheCounters, AnEmptyShardIsOneJustCreated) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / detail::counters_directory_name);
+  write_text(shard_path(dir.path(), 9), "");
+  const CacheCounters counters = read_cache_counters(dir.path());
+  EXPECT_EQ(counters.builds, 0u);
+  EXPECT_TRUE(counters.warnings.empty());
+}
+
+TEST(CacheCounters, EveryShardKeepsOneLength) {
+  CacheCounters small, large;
+  large.builds = UINT64_MAX;
+  large.zeroed_at = 1700000000;
+  EXPECT_EQ(detail::encode_counters(small).size(), detail::encode_counters(large).size());
 }
 
 TEST(CacheCounters, AFlushIntoADamagedShardWarnsInTheCache) {

@@ -51,7 +51,13 @@ class Fd {
     if (fd_ >= 0) ::close(fd_);
   }
   Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&&) = delete;
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const noexcept { return fd_; }
@@ -94,19 +100,11 @@ Fd open_counters_directory(const fs::path& cache_dir, bool create, std::string& 
   return dir;
 }
 
-// The text of the shard file `name` in `dir`, or why it is not a readable shard. `missing`
-// is set when there is none.
-std::optional<std::string> read_shard(int dir, const std::string& name, bool& missing, std::string& problem) {
-  missing = false;
-  const Fd fd(::openat(dir, name.c_str(), open_file));
-  if (!fd) {
-    const int error = errno;
-    missing = error == ENOENT;
-    problem = error == ELOOP ? "a symbolic link" : error == ENXIO ? "a socket or device" : errno_text(error);
-    return std::nullopt;
-  }
+// Reads the open shard whole; why not when it is not a regular file of at most
+// counter_file_limit bytes.
+std::optional<std::string> read_open_shard(int fd, std::string& problem) {
   struct stat info {};
-  if (::fstat(fd.get(), &info) != 0) {
+  if (::fstat(fd, &info) != 0) {
     problem = errno_text();
     return std::nullopt;
   }
@@ -121,7 +119,7 @@ std::optional<std::string> read_shard(int dir, const std::string& name, bool& mi
   std::string text(static_cast<std::size_t>(info.st_size), '\0');
   std::size_t done = 0;
   while (done < text.size()) {
-    const ssize_t got = ::pread(fd.get(), text.data() + done, text.size() - done, static_cast<off_t>(done));
+    const ssize_t got = ::pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
       problem = errno_text();
@@ -134,68 +132,88 @@ std::optional<std::string> read_shard(int dir, const std::string& name, bool& mi
   return text;
 }
 
-// The shard's lock, held until the result is destroyed; empty with why not in `problem`.
-Fd lock_shard(int dir, const fs::path& where, unsigned shard, std::string& problem) {
-  const std::string name = shard_name(shard, ".guard");
-  Fd fd(::openat(dir, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600));
-  if (!fd) {
-    problem = "cannot open the lock " + quoted(where / name) + ": " + errno_text();
-    return Fd();
-  }
-  struct stat info {};
-  if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) {
-    problem = "the lock " + quoted(where / name) + " is not a regular file";
-    return Fd();
-  }
+// Takes flock(2) `operation` on `fd`, waiting at most shard_lock_wait; why not, or empty.
+std::string lock_file(int fd, int operation, const fs::path& path) {
   const auto deadline = std::chrono::steady_clock::now() + shard_lock_wait;
   auto pause = std::chrono::microseconds(100);
-  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+  while (::flock(fd, operation | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
-    if (errno != EWOULDBLOCK) {
-      // No file locks here (some network file systems): counts from processes flushing at
-      // the same moment could be lost, so none are written.
-      problem = "cannot lock " + quoted(where / name) + ": " + errno_text();
-      return Fd();
-    }
+    if (errno != EWOULDBLOCK) return "cannot lock " + quoted(path) + ": " + errno_text();
     if (std::chrono::steady_clock::now() >= deadline) {
-      problem = "the lock " + quoted(where / name) + " was held for more than " +
-                std::to_string(shard_lock_wait.count()) + " ms";
-      return Fd();
+      return quoted(path) + " was locked by another process for more than " +
+             std::to_string(shard_lock_wait.count()) + " ms";
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(20'000));
   }
+  return {};
+}
+
+// The text of the shard file `name` in `dir` (read under a shared lock, so never half
+// written), or why it is not a readable shard. `missing` is set when there is none.
+std::optional<std::string> read_shard(int dir, const std::string& name, bool& missing, std::string& problem) {
+  missing = false;
+  const Fd fd(::openat(dir, name.c_str(), open_file));
+  if (!fd) {
+    const int error = errno;
+    missing = error == ENOENT;
+    problem = error == ELOOP ? "a symbolic link" : error == ENXIO ? "a socket or device" : errno_text(error);
+    return std::nullopt;
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) == 0 && S_ISREG(info.st_mode)) {
+    // A holder that never lets go (a stopped process): read what is there.
+    (void)lock_file(fd.get(), LOCK_SH, name);
+  }
+  return read_open_shard(fd.get(), problem);
+}
+
+// The shard `name` opened for update and locked (flock, released by the kernel when its
+// holder dies). Something else in its place (a link, a FIFO, a socket) is removed and a
+// regular file made instead; `replaced` says what was there.
+Fd lock_shard(int dir, const fs::path& where, const std::string& name, std::string& replaced, std::string& problem) {
+  constexpr int flags = O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  Fd fd(::openat(dir, name.c_str(), flags, 0600));
+  struct stat info {};
+  const bool regular = fd && ::fstat(fd.get(), &info) == 0 && S_ISREG(info.st_mode);
+  if (!regular) {
+    const int error = errno;
+    replaced = fd ? kind_of_file(info.st_mode) : error == ELOOP ? "a symbolic link" : errno_text(error);
+    // The name, never what a link points to: unlinkat removes the link itself.
+    if (::unlinkat(dir, name.c_str(), 0) != 0) {
+      problem = "cannot use " + quoted(where / name) + " (" + replaced + "), nor remove it: " + errno_text();
+      return Fd();
+    }
+    Fd made(::openat(dir, name.c_str(), flags | O_EXCL, 0600));
+    if (!made) {
+      problem = "cannot create " + quoted(where / name) + ": " + errno_text();
+      return Fd();
+    }
+    fd = std::move(made);
+  }
+  if (std::string why = lock_file(fd.get(), LOCK_EX, where / name); !why.empty()) {
+    // Without file locks (some network file systems) counts from processes flushing at once
+    // could be lost: none are written.
+    problem = std::move(why);
+    return Fd();
+  }
   return fd;
 }
 
-// Replaces the shard with `text` (under its lock): a temporary file renamed over it.
-std::string replace_shard(int dir, const fs::path& where, unsigned shard, const std::string& text) {
-  const std::string temp = shard_name(shard, ".counters.new");  // only the guard's holder writes it
-  const std::string final_name = shard_name(shard, ".counters");
-  const Fd fd(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
-                       0600));
-  if (!fd) return "cannot create " + quoted(where / temp) + ": " + errno_text();
+// Overwrites the locked shard with `text`: one write at offset 0 of a file that is always
+// the same length (encode_counters pads every count), so no reader or later writer ever
+// sees a mix, and a process killed around it leaves the old text or the new one. Longer
+// old contents (a damaged file) are cut off after. No fsync: counters are not worth a disk
+// flush per process; after a power loss a shard may read as damaged and start over.
+std::string write_shard(int fd, const fs::path& path, const std::string& text) {
+  const ssize_t written = ::pwrite(fd, text.data(), text.size(), 0);
+  if (written != static_cast<ssize_t>(text.size())) {
+    return "writing " + quoted(path) + " failed: " + (written < 0 ? errno_text() : std::string("short write"));
+  }
   struct stat info {};
-  if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) {
-    return quoted(where / temp) + " is not a regular file";
-  }
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string error = errno_text();
-      ::unlinkat(dir, temp.c_str(), 0);
-      return "writing " + quoted(where / temp) + " failed: " + error;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  // No fsync: counters are not worth a disk flush per process. After a power loss a shard
-  // may be empty, which reads as damaged: a warning, and it starts over.
-  if (::renameat(dir, temp.c_str(), dir, final_name.c_str()) != 0) {
-    const std::string error = errno_text();
-    ::unlinkat(dir, temp.c_str(), 0);
-    return "renaming into " + quoted(where / final_name) + " failed: " + error;
+  if (::fstat(fd, &info) == 0 && static_cast<std::uint64_t>(info.st_size) > text.size() &&
+      ::ftruncate(fd, static_cast<off_t>(text.size())) != 0) {
+    return "truncating " + quoted(path) + " failed: " + errno_text();
   }
   return {};
 }
@@ -206,10 +224,15 @@ std::string encode_counters(const CacheCounters& counters) {
   CacheCounters copy = counters;
   const auto fields = fields_of(copy);
   std::string out(counters_header);
+  // Every count padded to 20 digits (2^64 - 1 has 20): the file never changes length.
+  const auto padded = [](std::uint64_t value) {
+    std::string digits = std::to_string(value);
+    return std::string(20 - digits.size(), '0') + digits;
+  };
   for (std::size_t i = 0; i < counter_count; ++i) {
-    out += std::string(counter_names[i]) + " " + std::to_string(*fields[i]) + "\n";
+    out += std::string(counter_names[i]) + " " + padded(*fields[i]) + "\n";
   }
-  if (counters.zeroed_at > 0) out += std::string(zeroed_name) + " " + std::to_string(counters.zeroed_at) + "\n";
+  out += std::string(zeroed_name) + " " + padded(static_cast<std::uint64_t>(std::max<std::int64_t>(counters.zeroed_at, 0))) + "\n";
   return out;
 }
 
@@ -268,26 +291,22 @@ std::string add_counters(const fs::path& cache_dir, unsigned shard, const CacheC
   const Fd dir = open_counters_directory(cache_dir, true, problem);
   if (!dir) return problem;
   const fs::path where = cache_dir / counters_directory_name;
-  const Fd lock = lock_shard(dir.get(), where, shard, problem);
-  if (!lock) return problem;
   const std::string name = shard_name(shard, ".counters");
-  bool missing = false;
-  CacheCounters sum = delta;
-  sum.zeroed_at = 0;
-  const std::optional<std::string> text = read_shard(dir.get(), name, missing, problem);
-  if (text) {
-    CacheCounters old;
-    if (add_decoded_counters(*text, old, problem)) {
-      add_decoded_counters(encode_counters(delta), old, problem);
-      old.zeroed_at = std::max<std::int64_t>(old.zeroed_at, 0);
-      sum = old;
-    } else {
-      reset = quoted(where / name) + " was damaged (" + problem + "): its counts start over";
-    }
-  } else if (!missing) {
+  std::string replaced;
+  const Fd fd = lock_shard(dir.get(), where, name, replaced, problem);
+  if (!fd) return problem;
+  CacheCounters sum;
+  if (!replaced.empty()) {
+    reset = quoted(where / name) + " was " + replaced + ": replaced, its counts start over";
+  } else if (const std::optional<std::string> text = read_open_shard(fd.get(), problem); !text) {
     reset = quoted(where / name) + " was not readable (" + problem + "): its counts start over";
+  } else if (!text->empty() && !add_decoded_counters(*text, sum, problem)) {
+    reset = quoted(where / name) + " was damaged (" + problem + "): its counts start over";
+    sum = CacheCounters{};
   }
-  return replace_shard(dir.get(), where, shard, encode_counters(sum));
+  std::string ignored;
+  add_decoded_counters(encode_counters(delta), sum, ignored);
+  return write_shard(fd.get(), where / name, encode_counters(sum));
 }
 
 CacheCounters counters_since(const CacheCounters& now, const CacheCounters& before, bool& any) {
@@ -337,7 +356,8 @@ CacheCounters read_cache_counters(const std::filesystem::path& cache_dir) {
       if (!missing) counters.warnings.push_back(detail::quoted(where / name) + " not read (" + problem + "): counted as 0");
       continue;
     }
-    if (!detail::add_decoded_counters(*text, counters, problem)) {
+    // Empty: made by a process that was stopped before its first write.
+    if (!text->empty() && !detail::add_decoded_counters(*text, counters, problem)) {
       counters.warnings.push_back(detail::quoted(where / name) + " is damaged (" + problem +
                                   "): counted as 0 until a process starts it over");
     }
@@ -363,9 +383,11 @@ void zero_cache_counters(const std::filesystem::path& cache_dir) {
                        std::chrono::system_clock::now().time_since_epoch()).count();
   const std::string text = detail::encode_counters(zero);
   for (unsigned shard = 0; shard < detail::counter_shards; ++shard) {
-    const detail::Fd lock = detail::lock_shard(dir.get(), where, shard, problem);
-    if (!lock) throw Error(ErrorKind::io, "cache", "counters not zeroed: " + problem);
-    if (problem = detail::replace_shard(dir.get(), where, shard, text); !problem.empty()) {
+    const std::string name = detail::shard_name(shard, ".counters");
+    std::string replaced;
+    const detail::Fd fd = detail::lock_shard(dir.get(), where, name, replaced, problem);
+    if (!fd) throw Error(ErrorKind::io, "cache", "counters not zeroed: " + problem);
+    if (problem = detail::write_shard(fd.get(), where / name, text); !problem.empty()) {
       throw Error(ErrorKind::io, "cache", "counters not zeroed: " + problem);
     }
   }

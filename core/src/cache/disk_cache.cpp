@@ -458,7 +458,11 @@ std::string DiskCache::open() {
   std::error_code ec;
   const fs::path wanted = fs::absolute(directory_, ec);
   if (ec) return "cannot resolve " + quoted(directory_) + ": " + ec.message();
-  if (std::string problem = create_private(wanted); !problem.empty()) return problem;
+  // A directory already there (every use but the first) needs no walk creating its parts.
+  struct stat existing {};
+  if (::lstat(wanted.c_str(), &existing) != 0 || !S_ISDIR(existing.st_mode)) {
+    if (std::string problem = create_private(wanted); !problem.empty()) return problem;
+  }
   const std::unique_ptr<char, decltype(&std::free)> real(::realpath(wanted.c_str(), nullptr), &std::free);
   if (!real) return "cannot resolve " + quoted(wanted) + ": " + errno_text();
   const fs::path resolved = real.get();

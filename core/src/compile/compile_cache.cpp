@@ -147,15 +147,17 @@ bool has_own_trace(const std::vector<std::string>& options) {
   return false;
 }
 
-CacheKey manifest_key(const CacheKey& compile) {
+// Both recipes take the compile key's digest, hashed once per lookup: the compile key holds
+// the whole source (a large one, NRT's, costs tens of microseconds a hash).
+CacheKey manifest_key(const std::string& compile_digest) {
   CacheKey key("nvrtc-header-manifest");
-  key.add("compile", compile.digest());
+  key.add("compile", compile_digest);
   return key;
 }
 
-CacheKey result_key(const CacheKey& compile, const std::vector<std::string>& header_fields) {
+CacheKey result_key(const std::string& compile_digest, const std::vector<std::string>& header_fields) {
   CacheKey key("nvrtc-compile-result");
-  key.add("compile", compile.digest());
+  key.add("compile", compile_digest);
   key.add_list("headers", header_fields);
   return key;
 }
@@ -234,7 +236,8 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
     return CachedCompile{std::move(*made), CacheSource::built, {}};
   }
   const CacheKey compile = compile_key(program, options);
-  const CacheKey manifest_at = manifest_key(compile);
+  const std::string compile_digest = compile.digest();
+  const CacheKey manifest_at = manifest_key(compile_digest);
   // The result for the headers as they are now, if one was stored.
   // `count`: the first look counts hits and misses, the second (in the flight) only hits.
   const auto lookup = [&](CacheSource& from, BuildCache::Count count) -> std::optional<CachedCompile> {
@@ -247,7 +250,7 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
     }
     const auto fields = manifest->current_key_fields();
     if (!fields) return std::nullopt;
-    const CacheKey result_at = result_key(compile, *fields);
+    const CacheKey result_at = result_key(compile_digest, *fields);
     const auto payload = cache.find(result_at, &from, count);
     if (!payload) return std::nullopt;
     auto hit = decode(*payload, program, options, from);
@@ -257,7 +260,7 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
   CacheSource from = CacheSource::built;
   if (auto hit = lookup(from, BuildCache::Count::hit)) return std::move(*hit);
 
-  const std::string payload = cache.run_once(compile.digest(), [&](CacheSource& source) {
+  const std::string payload = cache.run_once(compile_digest, [&](CacheSource& source) {
     if (auto hit = lookup(source, BuildCache::Count::retry)) return encode(hit->result, hit->key);
     source = CacheSource::built;
     // A compile that can read files reports the headers it reads through its time trace,
@@ -292,7 +295,7 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
       cache.note_not_stored("compile of '" + program.name() + "' not cached: " + why_not);
       return encode(result, {});
     }
-    const CacheKey result_at = result_key(compile, manifest->key_fields());
+    const CacheKey result_at = result_key(compile_digest, manifest->key_fields());
     std::string encoded = encode(result, result_at.digest());
     cache.put(result_at, encoded);
     cache.put(manifest_at, manifest->encode());
