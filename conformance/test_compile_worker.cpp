@@ -110,10 +110,17 @@ TEST(CompileWorkerProtocol, DamagedRequestsAreRefused) {
   }
 }
 
-class CompileWorker : public ::testing::TestWithParam<CompileTarget> {};
+// The compile target, printed by name in test listings and JUnit files.
+struct TargetCase {
+  CompileTarget target;
+};
+
+void PrintTo(const TargetCase& value, std::ostream* out) { *out << to_string(value.target); }
+
+class CompileWorker : public ::testing::TestWithParam<TargetCase> {};
 
 TEST_P(CompileWorker, GivesTheBytesLogAndLoweredNamesOfAnInProcessCompile) {
-  const CompileOptions options = options_with_everything(GetParam());
+  const CompileOptions options = options_with_everything(GetParam().target);
   const Program program(templated_source, "templated.cu");
   const CompileResult here = program.compile(options);
   const CompileResult there = detail::compile_in_worker(program, options, {worker}, detail::WorkerLimits{});
@@ -126,8 +133,9 @@ TEST_P(CompileWorker, GivesTheBytesLogAndLoweredNamesOfAnInProcessCompile) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, CompileWorker,
-                         ::testing::Values(CompileTarget::ptx, CompileTarget::ltoir, CompileTarget::cubin),
-                         [](const auto& param_info) { return std::string(to_string(param_info.param)); });
+                         ::testing::Values(TargetCase{CompileTarget::ptx}, TargetCase{CompileTarget::ltoir},
+                                           TargetCase{CompileTarget::cubin}),
+                         [](const auto& param_info) { return std::string(to_string(param_info.param.target)); });
 
 TEST(CompileWorkerErrors, ACompileErrorIsTheSameErrorAsInProcess) {
   const Program program("__global__ void broken( { }\n", "broken.cu");
