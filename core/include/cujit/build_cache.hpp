@@ -23,107 +23,115 @@
 
 namespace cujit {
 
+/// Which tiers a BuildCache uses: none (everything is built afresh), memory, or memory and
+/// disk (the remote tier, when configured, comes with memory or disk).
 enum class CacheMode { off, memory, disk };
+/// "off", "memory" or "disk".
 std::string_view to_string(CacheMode mode) noexcept;
 
+/// How a BuildCache is set up: its tiers, their bounds and the remote tier's settings.
 struct CacheConfig {
-  CacheMode mode = CacheMode::disk;
-  std::filesystem::path directory;
-  std::uint64_t max_disk_bytes = std::uint64_t{1} << 30;
-  std::uint64_t max_memory_bytes = std::uint64_t{256} << 20;
-  // Disk entries used this recently are never evicted (another process may be using them).
-  // The cap still holds: when only such entries stand in the way, a new entry is not
-  // written (stats().disk_cap_refusals) rather than the cap exceeded.
+  CacheMode mode = CacheMode::disk;  ///< the tiers in use
+  std::filesystem::path directory;   ///< the disk tier's directory (created 0700 if needed)
+  std::uint64_t max_disk_bytes = std::uint64_t{1} << 30;      ///< cap of the disk tier's files
+  std::uint64_t max_memory_bytes = std::uint64_t{256} << 20;  ///< cap of the memory tier (and of the memo)
+  /// Disk entries used this recently are never evicted (another process may be using them).
+  /// The cap still holds: when only such entries stand in the way, a new entry is not
+  /// written (stats().disk_cap_refusals) rather than the cap exceeded.
   std::chrono::seconds protect_recent{300};
-  // One build per key across processes: a process building a key holds the key's lock file
-  // in the disk tier; another process asking for the key waits for it, then reads the
-  // entry. A wait longer than this gives up and builds (a warning, stats().lock_timeouts),
-  // so a stuck builder delays others by at most this much (a dead one releases at once).
-  // The same bound holds for waiting on another machine's build (remote_lock_ttl).
+  /// One build per key across processes: a process building a key holds the key's lock file
+  /// in the disk tier; another process asking for the key waits for it, then reads the
+  /// entry. A wait longer than this gives up and builds (a warning, stats().lock_timeouts),
+  /// so a stuck builder delays others by at most this much (a dead one releases at once).
+  /// The same bound holds for waiting on another machine's build (remote_lock_ttl).
   std::chrono::milliseconds lock_timeout{120'000};
-  // Testing seam: called before each disk operation ("lock", "create", "write", "fsync",
-  // "rename", "read" (the open of an entry), "pread" (each read system call on an entry
-  // file: one per lookup), "key-lock" (the open of a key's lock file), and
-  // "list:<fan-out directory>" as a walk opens one) with its name; a non-zero result is an
-  // errno that makes that operation fail, as a full disk (ENOSPC), a read-only file system
-  // (EROFS) or a permission (EACCES) would. Empty in normal use.
+  /// Testing seam: called before each disk operation ("lock", "create", "write", "fsync",
+  /// "rename", "read" (the open of an entry), "pread" (each read system call on an entry
+  /// file: one per lookup), "key-lock" (the open of a key's lock file), and
+  /// "list:<fan-out directory>" as a walk opens one) with its name; a non-zero result is an
+  /// errno that makes that operation fail, as a full disk (ENOSPC), a read-only file system
+  /// (EROFS) or a permission (EACCES) would. Empty in normal use.
   std::function<int(std::string_view operation)> fault;
 
-  // The remote tier: redis://[[user]:password@]host[:port][/db], empty for none. Needs a
-  // cujit built with hiredis (remote_built_in()); without it, a warning and no remote tier.
+  /// The remote tier: redis://[[user]:password@]host[:port][/db], empty for none. Needs a
+  /// cujit built with hiredis (remote_built_in()); without it, a warning and no remote tier.
   std::string remote;
-  // Connecting, and each socket read or write, waits at most this long; a Redis that fails
-  // (down, slow, refusing the password) is then left alone for remote_backoff.
+  /// Connecting, and each socket read or write, waits at most this long; a Redis that fails
+  /// (down, slow, refusing the password) is then left alone for remote_backoff.
   std::chrono::milliseconds remote_timeout{50};
-  std::chrono::milliseconds remote_backoff{5000};
-  // Entries expire after this long in Redis; 0: never (Redis' maxmemory policy evicts).
+  std::chrono::milliseconds remote_backoff{5000};  ///< how long a failed Redis is left alone
+  /// Entries expire after this long in Redis; 0: never (Redis' maxmemory policy evicts).
   std::chrono::seconds remote_ttl{0};
-  // A machine building a key holds a lock key in Redis this long (it is deleted when the
-  // build is written through): another machine waits for it instead of building too, and
-  // takes over when a builder that died lets it expire.
+  /// A machine building a key holds a lock key in Redis this long (it is deleted when the
+  /// build is written through): another machine waits for it instead of building too, and
+  /// takes over when a builder that died lets it expire.
   std::chrono::milliseconds remote_lock_ttl{30'000};
 
-  // From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,
-  // else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES (byte sizes:
-  // 1073741824, 512M, 1G, 1.5G: environment::parse_byte_size), CUJIT_CACHE_LOCK_TIMEOUT (seconds), CUJIT_CACHE_REMOTE (the URL),
-  // CUJIT_CACHE_REMOTE_TIMEOUT_MS, CUJIT_CACHE_REMOTE_TTL (seconds),
-  // CUJIT_CACHE_REMOTE_LOCK_MS. Any other value is Error(usage) naming the variable
-  // (cujit/environment.hpp; a URL is never echoed, it may hold a password).
+  /// From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,
+  /// else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES (byte sizes:
+  /// 1073741824, 512M, 1G, 1.5G: environment::parse_byte_size), CUJIT_CACHE_LOCK_TIMEOUT (seconds), CUJIT_CACHE_REMOTE (the URL),
+  /// CUJIT_CACHE_REMOTE_TIMEOUT_MS, CUJIT_CACHE_REMOTE_TTL (seconds),
+  /// CUJIT_CACHE_REMOTE_LOCK_MS. Any other value is Error(usage) naming the variable
+  /// (cujit/environment.hpp; a URL is never echoed, it may hold a password).
   static CacheConfig from_environment();
+  /// What from_environment() could not honour (no home directory: disk tier off), recorded
+  /// as the cache's first warnings.
   std::vector<std::string> warnings;
 };
 
+/// What one BuildCache counted since it was made (BuildCache::stats()); CacheCounters adds
+/// up what every process using a cache directory counted.
 struct CacheStats {
-  std::uint64_t memory_hits = 0;
-  std::uint64_t disk_hits = 0;
-  std::uint64_t memory_misses = 0;  // lookups that reached the tier and missed
-  std::uint64_t disk_misses = 0;
-  std::uint64_t disk_stores = 0;  // entries written to the disk tier
-  std::uint64_t misses = 0;
-  std::uint64_t builds = 0;
-  std::uint64_t waits = 0;  // callers that waited for another caller's build of the same key
-  // Entries dropped: unsound on disk (removed), not a regular file there (left alone), or
-  // a payload its caller could not decode (drop()).
+  std::uint64_t memory_hits = 0;    ///< lookups the memory tier answered
+  std::uint64_t disk_hits = 0;      ///< lookups the disk tier answered
+  std::uint64_t memory_misses = 0;  ///< lookups that reached the tier and missed
+  std::uint64_t disk_misses = 0;    ///< lookups that reached the disk tier and missed
+  std::uint64_t disk_stores = 0;  ///< entries written to the disk tier
+  std::uint64_t misses = 0;       ///< results no tier had (each then built)
+  std::uint64_t builds = 0;       ///< builds run (NVRTC, nvJitLink, ...)
+  std::uint64_t waits = 0;  ///< callers that waited for another caller's build of the same key
+  /// Entries dropped: unsound on disk (removed), not a regular file there (left alone), or
+  /// a payload its caller could not decode (drop()).
   std::uint64_t corrupt_entries = 0;
-  std::uint64_t memory_evictions = 0;
-  std::uint64_t disk_evictions = 0;
-  std::uint64_t disk_write_failures = 0;
-  std::uint64_t disk_read_failures = 0;  // entries that could not be opened or read: misses
-  // Entries not written to disk to keep the cap: larger than the cap, or the cap full of
-  // entries used within protect_recent.
+  std::uint64_t memory_evictions = 0;     ///< memory entries dropped to keep its cap
+  std::uint64_t disk_evictions = 0;       ///< disk entries removed to keep its cap
+  std::uint64_t disk_write_failures = 0;  ///< entries that could not be written (a warning each)
+  std::uint64_t disk_read_failures = 0;  ///< entries that could not be opened or read: misses
+  /// Entries not written to disk to keep the cap: larger than the cap, or the cap full of
+  /// entries used within protect_recent.
   std::uint64_t disk_cap_refusals = 0;
-  std::uint64_t stale_temps_removed = 0;  // temporary files of dead writers swept
-  std::uint64_t disk_walk_errors = 0;     // directories a walk could not read (it went on)
-  std::uint64_t not_stored = 0;  // results built but not cacheable (see warnings())
-  std::uint64_t memory_bytes = 0;
-  std::uint64_t memory_entries = 0;
-  // The memo of decoded results (BuildCache::recall), bounded by max_memory_bytes of its own.
+  std::uint64_t stale_temps_removed = 0;  ///< temporary files of dead writers swept
+  std::uint64_t disk_walk_errors = 0;     ///< directories a walk could not read (it went on)
+  std::uint64_t not_stored = 0;  ///< results built but not cacheable (see warnings())
+  std::uint64_t memory_bytes = 0;    ///< payload bytes in the memory tier now
+  std::uint64_t memory_entries = 0;  ///< entries in the memory tier now
+  /// The memo of decoded results (BuildCache::recall), bounded by max_memory_bytes of its own.
   std::uint64_t memo_hits = 0;
-  std::uint64_t memo_misses = 0;
-  std::uint64_t memo_entries = 0;
-  std::uint64_t memo_bytes = 0;
+  std::uint64_t memo_misses = 0;   ///< recalls that found nothing
+  std::uint64_t memo_entries = 0;  ///< results in the memo now
+  std::uint64_t memo_bytes = 0;    ///< their sizes, as their callers gave them
 
-  // Across processes (the per-key lock in the disk tier).
-  std::uint64_t process_waits = 0;        // builds that waited for another process's build of the key
-  std::uint64_t lock_timeouts = 0;        // waits that gave up (lock_timeout) and built
-  std::uint64_t lock_failures = 0;        // locks that could not be taken: built without
-  std::uint64_t stale_locks_removed = 0;  // lock files no process held, swept by walks
+  /// Across processes (the per-key lock in the disk tier).
+  std::uint64_t process_waits = 0;        ///< builds that waited for another process's build of the key
+  std::uint64_t lock_timeouts = 0;        ///< waits that gave up (lock_timeout) and built
+  std::uint64_t lock_failures = 0;        ///< locks that could not be taken: built without
+  std::uint64_t stale_locks_removed = 0;  ///< lock files no process held, swept by walks
 
-  // The remote tier. Hits and misses count as hits do (manifest lookups not at all).
+  /// The remote tier. Hits and misses count as hits do (manifest lookups not at all).
   std::uint64_t remote_hits = 0;
-  std::uint64_t remote_misses = 0;
-  std::uint64_t remote_writes = 0;
-  std::uint64_t remote_corrupt = 0;         // values or replies that were not a sound entry: misses
-  std::uint64_t remote_errors = 0;          // calls that failed: down, timed out, refused the password
-  std::uint64_t remote_skipped = 0;         // calls not tried: within the back-off after a failure
-  std::uint64_t remote_write_failures = 0;  // writes Redis refused (full under noeviction, read-only)
-  std::uint64_t remote_waits = 0;           // builds that waited for another machine's build
-  std::uint64_t remote_lock_timeouts = 0;   // such waits that gave up (lock_timeout) and built
+  std::uint64_t remote_misses = 0;  ///< lookups that reached Redis and missed
+  std::uint64_t remote_writes = 0;  ///< entries written to Redis
+  std::uint64_t remote_corrupt = 0;         ///< values or replies that were not a sound entry: misses
+  std::uint64_t remote_errors = 0;          ///< calls that failed: down, timed out, refused the password
+  std::uint64_t remote_skipped = 0;         ///< calls not tried: within the back-off after a failure
+  std::uint64_t remote_write_failures = 0;  ///< writes Redis refused (full under noeviction, read-only)
+  std::uint64_t remote_waits = 0;           ///< builds that waited for another machine's build
+  std::uint64_t remote_lock_timeouts = 0;   ///< such waits that gave up (lock_timeout) and built
 };
 
 /// One tier's lookups, as counted across every process using a cache directory.
 struct TierCounters {
-  std::uint64_t hits = 0;
+  std::uint64_t hits = 0;  ///< lookups this tier answered
   /// Lookups that reached this tier and did not find the key there (they went on to the
   /// next tier or to a build). A second look within a build's flight counts only a hit.
   std::uint64_t misses = 0;
@@ -172,69 +180,77 @@ CacheCounters read_cache_counters(const std::filesystem::path& cache_dir);
 /// Throws Error(io) naming the file when a counter file cannot be rewritten.
 void zero_cache_counters(const std::filesystem::path& cache_dir);
 
-// Where an answer came from: memo is a decoded result recalled from the memo (recall()).
-// remote is an entry fetched from Redis (and written to the disk tier).
+/// Where an answer came from: memo is a decoded result recalled from the memo (recall()).
+/// remote is an entry fetched from Redis (and written to the disk tier).
 enum class CacheSource { memory, disk, built, waited, memo, remote };
+/// "memory", "disk", "built", "waited", "memo" or "remote".
 std::string_view to_string(CacheSource source) noexcept;
 
+/// The cache of every build in cujit (see the top of this header); thread-safe.
 class BuildCache {
  public:
+  /// A cache as `config` says. Never throws for the directory or the remote tier: one that
+  /// cannot be used is a warning (warnings()) and the tier is off.
   explicit BuildCache(CacheConfig config);
   ~BuildCache();
   BuildCache(const BuildCache&) = delete;
   BuildCache& operator=(const BuildCache&) = delete;
 
-  // The process-wide cache, configured from the environment on first use.
+  /// The process-wide cache, configured from the environment on first use.
   static BuildCache& global();
-  // A process-wide cache with mode off: everything passed it is built afresh.
+  /// A process-wide cache with mode off: everything passed it is built afresh.
   static BuildCache& disabled();
 
-  // The payload for `key`: from memory, else disk, else remote, else build() (whose result
-  // is stored in every tier). Concurrent callers of one key share one build(); if it
-  // throws, they all get its exception and nothing is stored. Across processes on one
-  // disk tier, and across machines on one remote tier, one builds and the others wait
-  // (bounded by lock_timeout) and then find its entry.
+  /// The payload for `key`: from memory, else disk, else remote, else build() (whose result
+  /// is stored in every tier). Concurrent callers of one key share one build(); if it
+  /// throws, they all get its exception and nothing is stored. Across processes on one
+  /// disk tier, and across machines on one remote tier, one builds and the others wait
+  /// (bounded by lock_timeout) and then find its entry.
   std::string get_or_build(const CacheKey& key, const std::function<std::string()>& build,
                            CacheSource* source = nullptr);
 
-  // Whether a find() that answers counts as a hit in stats(): lookups of bookkeeping
-  // entries (a compile's header manifest) do not.
-  // `retry`: a second look inside a build's flight, whose first look was counted: a hit
-  // counts, a miss does not.
+  /// Whether a find() that answers counts as a hit in stats(): lookups of bookkeeping
+  /// entries (a compile's header manifest) do not.
+  /// `retry`: a second look inside a build's flight, whose first look was counted: a hit
+  /// counts, a miss does not.
   enum class Count { hit, nothing, retry };
-  // The payload stored under `key` (memory, else disk, else remote; a disk hit is kept in
-  // memory, a remote hit on disk and in memory), or nullopt. `source` says which tier
-  // answered.
+  /// The payload stored under `key` (memory, else disk, else remote; a disk hit is kept in
+  /// memory, a remote hit on disk and in memory), or nullopt. `source` says which tier
+  /// answered.
   std::optional<std::string> find(const CacheKey& key, CacheSource* source = nullptr,
                                   Count count = Count::hit);
-  // Stores `payload` under `key` in every tier (a failed disk or remote write is a warning).
+  /// Stores `payload` under `key` in every tier (a failed disk or remote write is a warning).
   void put(const CacheKey& key, const std::string& payload);
-  // Runs `work` for `flight` once at a time in this process: callers with the same flight
-  // digest while it runs wait and share its result or exception (source `waited`). `work`
-  // says where its payload came from: `built` counts a miss and a build. For builds whose
-  // final key is known only after building (a compile's headers); get_or_build uses it too.
-  // A flight that is a key digest is also run once across processes (the disk tier's lock
-  // of that digest) and machines (the remote tier's): `work` should look the key up again
-  // first, since another process may have built it while this one waited.
+  /// Runs `work` for `flight` once at a time in this process: callers with the same flight
+  /// digest while it runs wait and share its result or exception (source `waited`). `work`
+  /// says where its payload came from: `built` counts a miss and a build. For builds whose
+  /// final key is known only after building (a compile's headers); get_or_build uses it too.
+  /// A flight that is a key digest is also run once across processes (the disk tier's lock
+  /// of that digest) and machines (the remote tier's): `work` should look the key up again
+  /// first, since another process may have built it while this one waited.
   using Work = std::function<std::string(CacheSource& source)>;
+  /// Runs `work` once for `flight` (see Work); returns its payload, or rethrows what it
+  /// threw to every caller that shared it.
   std::string run_once(const std::string& flight, const Work& work, CacheSource* source = nullptr);
 
-  // The memo: decoded results kept as shared objects under a pre-key, a string the caller
-  // builds cheaply from what it already holds and that names every input of the result
-  // (see KernelBuilder and reduce::build_reduce for the recipes). recall() answers with the
-  // very object memorize() was given, never a copy, without hashing a key, touching a file
-  // or decoding anything. A pre-key must not depend on a file that can change while the
-  // process runs: callers whose inputs include files on disk do not memorize. Off in mode
-  // off; emptied by clear(); bounded by max_memory_bytes, least recently used first.
+  /// The memo: decoded results kept as shared objects under a pre-key, a string the caller
+  /// builds cheaply from what it already holds and that names every input of the result
+  /// (see KernelBuilder and reduce::build_reduce for the recipes). recall() answers with the
+  /// very object memorize() was given, never a copy, without hashing a key, touching a file
+  /// or decoding anything. A pre-key must not depend on a file that can change while the
+  /// process runs: callers whose inputs include files on disk do not memorize. Off in mode
+  /// off; emptied by clear(); bounded by max_memory_bytes, least recently used first.
   template <class T>
   std::shared_ptr<const T> recall(const std::string& pre_key) {
     return std::static_pointer_cast<const T>(recall_erased(pre_key, typeid(T)));
   }
+  /// Keeps `value` under `pre_key` in the memo (see recall()), `bytes` being its size.
   template <class T>
   void memorize(const std::string& pre_key, std::shared_ptr<const T> value, std::uint64_t bytes) {
     memorize_erased(pre_key, typeid(T), std::move(value), bytes);
   }
 
+  /// What this cache counted since it was made.
   CacheStats stats() const;
   /// Adds what this cache counted since its last flush to its directory's persistent
   /// counters (read_cache_counters). Called by the destructor and, at most every few
@@ -242,31 +258,32 @@ class BuildCache {
   /// on a memo or memory hit. Does nothing unless the disk tier is in use; a failure is a
   /// warning and the counts wait for the next flush. Never throws.
   void flush_counters() noexcept;
-  // Warnings recorded so far (unusable directory, failed writes, corrupt entries...).
+  /// Warnings recorded so far (unusable directory, failed writes, corrupt entries...).
   std::vector<std::string> warnings() const;
+  /// The configuration it was made with.
   const CacheConfig& config() const noexcept { return config_; }
-  // Whether the disk tier is in use (mode disk and the directory passed its checks).
+  /// Whether the disk tier is in use (mode disk and the directory passed its checks).
   bool disk_usable() const noexcept;
-  // Whether this cujit was built with hiredis, so that a remote tier can be configured.
+  /// Whether this cujit was built with hiredis, so that a remote tier can be configured.
   static bool remote_built_in() noexcept;
-  // The remote tier's URL with its password hidden, or empty when there is none in use.
+  /// The remote tier's URL with its password hidden, or empty when there is none in use.
   std::string remote_url() const;
-  // The prefix of every key this cache uses in Redis ("cujit:<format>:<toolkit>:").
+  /// The prefix of every key this cache uses in Redis ("cujit:<format>:<toolkit>:").
   std::string remote_prefix() const;
-  // Whether Redis answers now (a PING, whatever the back-off); else why not in `why`.
+  /// Whether Redis answers now (a PING, whatever the back-off); else why not in `why`.
   bool remote_reachable(std::string* why = nullptr) const;
-  // Bytes of disk entries and temporary files (after sweeping stale temporary files).
+  /// Bytes of disk entries and temporary files (after sweeping stale temporary files).
   std::uint64_t disk_bytes() const;
-  // Records that a result was built but could not be stored (a warning and a count).
+  /// Records that a result was built but could not be stored (a warning and a count).
   void note_not_stored(std::string why);
-  // Removes `key` from both tiers, counts it in corrupt_entries and records a warning with
-  // `why`: for a payload its caller found but cannot decode (a sound checksum over a record
-  // it does not understand), so that the next lookup misses and rebuilds.
+  /// Removes `key` from both tiers, counts it in corrupt_entries and records a warning with
+  /// `why`: for a payload its caller found but cannot decode (a sound checksum over a record
+  /// it does not understand), so that the next lookup misses and rebuilds.
   void drop(const CacheKey& key, std::string why);
-  // Empties the memory and disk tiers (and sweeps stale temporary files and unheld lock
-  // files); returns the number of disk entries removed. The remote tier, shared by a
-  // fleet, is left alone. Only files cujit wrote are removed; see warnings() for what a walk of
-  // the directory could not read.
+  /// Empties the memory and disk tiers (and sweeps stale temporary files and unheld lock
+  /// files); returns the number of disk entries removed. The remote tier, shared by a
+  /// fleet, is left alone. Only files cujit wrote are removed; see warnings() for what a walk of
+  /// the directory could not read.
   std::size_t clear();
 
  private:

@@ -21,15 +21,16 @@
 #include <string>
 #include <string_view>
 
+/// cujit's environment variables, each read one way (see the top of this header).
 namespace cujit::environment {
 
-// "1", "true", "on", "yes" -> true; "0", "false", "off", "no" -> false; unset or empty ->
-// `fallback`.
+/// "1", "true", "on", "yes" -> true; "0", "false", "off", "no" -> false; unset or empty ->
+/// `fallback`.
 bool flag(const char* name, bool fallback);
-// One of `allowed`; unset or empty -> `fallback`.
+/// One of `allowed`; unset or empty -> `fallback`.
 std::string choice(const char* name, std::initializer_list<std::string_view> allowed,
                    std::string_view fallback);
-// A decimal count of at most 2^64-1; unset or empty -> `fallback`.
+/// A decimal count of at most 2^64-1; unset or empty -> `fallback`.
 std::uint64_t count(const char* name, std::uint64_t fallback);
 /// A byte size: decimal digits with an optional fraction and an optional binary unit, K,
 /// M, G or T (powers of 1024; either case, optionally followed by "iB" or "B"), or "B":
@@ -40,8 +41,8 @@ std::uint64_t parse_byte_size(std::string_view text);
 /// A byte size (parse_byte_size) from the variable `name`; unset or empty -> `fallback`.
 /// Throws Error(usage) naming the variable and its value for anything else.
 std::uint64_t byte_size(const char* name, std::uint64_t fallback);
-// An absolute path (starting with '/'), returned as given; unset or empty -> nullopt. Only
-// the spelling is checked: whether the file exists is its user's question.
+/// An absolute path (starting with '/'), returned as given; unset or empty -> nullopt. Only
+/// the spelling is checked: whether the file exists is its user's question.
 std::optional<std::string> absolute_path(const char* name);
 
 }  // namespace cujit::environment
