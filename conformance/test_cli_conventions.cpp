@@ -154,13 +154,19 @@ TEST_F(CliConventions, BenchJsonHasItsFields) {
 }
 
 TEST_F(CliConventions, RunJsonHoldsEveryStep) {
-  const auto run = run_cujit(spec({"run", "--quick", "--out", "out", "--json"}));
-  // The fake tree has only some areas: conformance is a usage error, and run says so.
+  fs::create_directories(dir_.path() / "all");
+  Spec s = spec({"run", "--quick", "--out", "out", "--json"});
+  s.env[1].second = test::cli::make_fake_build(dir_.path() / "all", test::cli::every_area()).string();
+  const auto run = run_cujit(s);
+  EXPECT_EQ(run.exit_code, 0) << run.all();
   const auto document = parsed(run);
   expect_fields(document, {"schema", "out", "conformance", "bench", "report", "exit_code"});
-  EXPECT_EQ(document["exit_code"], run.exit_code);
+  EXPECT_EQ(document["exit_code"], 0);
+  expect_fields(document["conformance"], {"dir", "exit_code", "summary"});
+  EXPECT_EQ(document["conformance"]["summary"]["passed"], 2 * test::cli::every_area().size());
   expect_fields(document["bench"], {"dir", "exit_code", "summary"});
-  expect_fields(document["bench"]["summary"], {"executables"});
+  EXPECT_EQ(document["bench"]["summary"]["executables"].size(), 2u);
+  expect_fields(document["report"], {"html", "exit_code"});
 }
 
 TEST_F(CliConventions, MergeCompareReportAndCaptureJsonHaveTheirFields) {
