@@ -79,6 +79,10 @@ run_families() {  # run_families STATE NAME: one process per family, merged afte
       echo "cujit bench: $name ($state) family $family failed or was stopped (log: $log)" >&2
       status=1
     fi
+    if [ ! -s "$part" ]; then  # no benchmark of the family is registered (quick mode), or killed at once
+      echo "cujit bench: $name ($state) family $family: no JSON written" >&2
+      continue
+    fi
     merged+=("$family=$part")
     "$python" bench/support/merge_results.py "$out/$name-$state.json" "${merged[@]}" || status=1
   done
