@@ -325,6 +325,28 @@ TEST(LinkOptionsMatrixNvJitLink, KernelBuilderLinksWithTheFlags) {
   EXPECT_LE(registers, 24);
 }
 
+TEST(LinkOptionsMatrixNvJitLink, KernelBuilderMemoTellsFlagsApart) {
+  CacheConfig config;
+  config.mode = CacheMode::memory;
+  BuildCache cache(config);  // its own memo: other tests' builds are not in it
+  const auto builder = [&cache](std::optional<unsigned> max_registers) {
+    KernelOptions options;
+    options.link.arch = sm90();
+    options.link.backend = LinkerBackend::nvjitlink;
+    options.link.flags.max_registers = max_registers;
+    KernelBuilder built("hungry", options, cache);
+    built.source(LinkableCode::cuda_source(matrix_source, "matrix.cu"));
+    return built;
+  };
+  const LinkedKernel plain = builder(std::nullopt).link_cubin();
+  const LinkedKernel again = builder(std::nullopt).link_cubin();
+  const LinkedKernel limited = builder(24).link_cubin();
+  EXPECT_EQ(again.source, CacheSource::memo);
+  EXPECT_NE(limited.source, CacheSource::memo);
+  EXPECT_NE(limited.key, plain.key);
+  EXPECT_LE(registers_of(limited.link.code.bytes(), "hungry"), 24);
+}
+
 // ---- The driver linker: the options it honours, on a GPU.
 
 TEST(LinkOptionsMatrixDriverGpu, DebugAddsDebugSections) {
