@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 
@@ -169,7 +171,9 @@ CompileResult compile_program(const Program& program, const CompileOptions& opti
   const auto worker = compile_worker_path();
   if (!worker || !batch->compile_beside_others()) return program.compile(options);
   WorkerLimits limits;
-  limits.timeout = std::chrono::seconds(environment::count("CUJIT_COMPILE_WORKER_TIMEOUT", 600));
+  // At least a second, at most a day: a deadline past the clock's range would wrap.
+  const std::uint64_t seconds = environment::count("CUJIT_COMPILE_WORKER_TIMEOUT", 600);
+  limits.timeout = std::chrono::seconds(std::clamp<std::uint64_t>(seconds, 1, 86'400));
   return compile_in_worker(program, options, {*worker}, limits);
 }
 
