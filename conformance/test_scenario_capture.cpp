@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -159,6 +160,18 @@ TEST(ScenarioCapture, HostileCaptureDirectoriesCrashNothingAndWriteNowhereElse) 
     EXPECT_EQ(link_error(failing_link()), expected) << hostile;
   }
   EXPECT_TRUE(fs::is_empty(elsewhere)) << "a symlinked capture directory was written through";
+  // An unwritable directory (root writes anyway: then it is an ordinary capture).
+  const fs::path locked = dir.path() / "locked";
+  fs::create_directory(locked);
+  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+  {
+    const CaptureDir capture(locked.string());
+    EXPECT_EQ(link_error(failing_link()), expected);
+  }
+  if (::geteuid() != 0) {
+    EXPECT_TRUE(fs::is_empty(locked));
+  }
+  fs::permissions(locked, fs::perms::owner_all);
   EXPECT_EQ(test::read_bytes(file), "not a directory");
   // An empty value means no capture.
   const CaptureDir empty("");
