@@ -139,6 +139,34 @@ TEST_F(ScenarioFormat, BuilderRulesAreCheckedWhenTheFileLoads) {
   refused("at.json", R"j("reported_at": "see the forum", "inputs": [)j" + ptx + "]", "reported_at must be");
 }
 
+// docs/scenario-format.md once showed an example no file had and claimed backends a file
+// did not run: its example is now a committed file, verbatim, and its table names every
+// file with the builder and backend the file says.
+TEST(ScenarioDocs, TheFormatPageShowsACommittedFileVerbatimAndEveryFileAsItRuns) {
+  const std::string page = test::read_bytes(test::scenario_path("../docs/scenario-format.md"));
+  const std::string intro = "`scenarios/repro/";
+  const auto committed = page.find(".json`, as committed:");
+  ASSERT_NE(committed, std::string::npos);
+  const auto named = page.rfind(intro, committed);
+  ASSERT_NE(named, std::string::npos);
+  const std::string file = page.substr(named + intro.size(), committed + 5 - named - intro.size());
+  const auto start = page.find("```json\n", named);
+  ASSERT_NE(start, std::string::npos);
+  const auto end = page.find("```", start + 8);
+  EXPECT_EQ(page.substr(start + 8, end - start - 8), test::read_bytes(test::scenario_path("repro/" + file)))
+      << "the example is not " << file << " as committed";
+  for (const auto& entry : std::filesystem::directory_iterator(test::scenario_path("repro"))) {
+    if (entry.path().extension() != ".json") continue;
+    const scenarios::Scenario scenario = scenarios::load_scenario(entry.path());
+    const char* builders[] = {"linker", "kernel", "module", "abi", "reduce", "graph"};
+    const char* backends[] = {"nvjitlink", "driver", "both"};
+    const std::string row = "| `" + entry.path().stem().string() + "` | " +
+                            builders[static_cast<int>(scenario.builder)] + " | " +
+                            backends[static_cast<int>(scenario.backend)] + " | ";
+    EXPECT_NE(page.find(row), std::string::npos) << "no row " << row;
+  }
+}
+
 class GpuScenarioBuilders : public ScenarioFormat {};
 
 TEST_F(GpuScenarioBuilders, GraphBuilderLaunchesThroughACapturedGraph) {
