@@ -93,7 +93,7 @@ int run_command_line(int argc, char** argv) {
   std::filesystem::path report_out = default_out_dir() / "report";
   bool report_json = false;
   auto* report_cmd = app.add_subcommand("report", "HTML report with PNG plots from benchmark JSON");
-  report_cmd->add_option("json", report_files, "Benchmark (and peer) JSON files")->required();
+  report_cmd->add_option("files", report_files, "Benchmark (and peer) JSON files")->required();
   report_cmd->add_option("--out", report_out, "Output directory");
   report_cmd->add_flag("--json", report_json, "Print where the report is, as JSON");
 
