@@ -130,8 +130,10 @@ class DriverLinkSession final : public LinkSession {
   std::string backend_name() const override { return "driver linker (cuLink*)"; }
 
  private:
+  // The status text only for a failure: describing success costs two driver calls.
   static StepStatus status(const char* call, CUresult result) {
-    return StepStatus{result == CUDA_SUCCESS, call, describe(result)};
+    if (result == CUDA_SUCCESS) return StepStatus{true, call, "CUDA_SUCCESS"};
+    return StepStatus{false, call, describe(result)};
   }
 
   LogBuffer info_;
