@@ -28,6 +28,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/core/device/cujit/nrt.cuh
 if(TARGET cujit_cli)
   install(TARGETS cujit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+# Side-by-side compiles run in this worker (core/src/compile/compile_worker.hpp); libcujit
+# looks for it here once installed.
+install(TARGETS cujit_compile_worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cujit)
 
 set(CUJIT_CONFIG_HIREDIS_NOTE "")
 if(CUJIT_WITH_HIREDIS AND CUJIT_HIREDIS_INCLUDE_DIR AND CUJIT_HIREDIS_LIBRARY)

@@ -16,6 +16,9 @@
 #ifndef CUJIT_COMPILE_WORKER_DEFAULT
 #define CUJIT_COMPILE_WORKER_DEFAULT ""
 #endif
+#ifndef CUJIT_COMPILE_WORKER_INSTALLED
+#define CUJIT_COMPILE_WORKER_INSTALLED ""
+#endif
 #ifdef CUJIT_VERSION
 #define CUJIT_WORKER_LIBRARY_VERSION CUJIT_VERSION
 #else
@@ -149,9 +152,16 @@ bool write_all(int fd, std::string_view bytes) {
 
 std::optional<std::string> compile_worker_path() {
   if (environment::flag("CUJIT_COMPILE_IN_PROCESS", false)) return std::nullopt;
-  std::string path = environment::absolute_path("CUJIT_COMPILE_WORKER").value_or(CUJIT_COMPILE_WORKER_DEFAULT);
-  if (path.empty() || ::access(path.c_str(), X_OK) != 0) return std::nullopt;
-  return path;
+  const auto executable = [](const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; };
+  if (const auto chosen = environment::absolute_path("CUJIT_COMPILE_WORKER")) {
+    return executable(*chosen) ? std::optional<std::string>(*chosen) : std::nullopt;
+  }
+  // The build tree's worker, else the installed one (cmake --install puts it in
+  // <prefix>/libexec/cujit): a libcujit.a linked from either finds its own.
+  for (const char* path : {CUJIT_COMPILE_WORKER_DEFAULT, CUJIT_COMPILE_WORKER_INSTALLED}) {
+    if (executable(path)) return std::string(path);
+  }
+  return std::nullopt;
 }
 
 namespace {
