@@ -123,20 +123,22 @@ void cujit_driver_link_bench(benchmark::State& state, const JitScenario* scenari
   share.finish(state);
 }
 
-// cuLink* with the options cujit's driver session passes: both log buffers, verbose
-// logging and the target.
+// cuLink* with the options cujit's driver session passes by default: both log buffers
+// (allocated, not zero-filled, as cujit's) and the target; verbose logging only when a link
+// asks for it (LinkFlags::verbose), so not here.
 std::string raw_driver_link(const std::vector<LinkableCode>& inputs) {
   constexpr std::size_t log_capacity = 1 << 16;
-  std::string info(log_capacity, '\0');
-  std::string error(log_capacity, '\0');
+  const std::unique_ptr<char[]> info(new char[log_capacity]);
+  const std::unique_ptr<char[]> error(new char[log_capacity]);
+  info[0] = error[0] = '\0';
   CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
-                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE, CU_JIT_TARGET};
-  void* values[] = {info.data(), reinterpret_cast<void*>(std::uintptr_t{log_capacity}), error.data(),
-                    reinterpret_cast<void*>(std::uintptr_t{log_capacity}), reinterpret_cast<void*>(std::uintptr_t{1}),
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_TARGET};
+  void* values[] = {info.get(), reinterpret_cast<void*>(std::uintptr_t{log_capacity}), error.get(),
+                    reinterpret_cast<void*>(std::uintptr_t{log_capacity}),
                     reinterpret_cast<void*>(static_cast<std::uintptr_t>(device_arch().number()))};
   CUlinkState link_state = nullptr;
   std::string out;
-  if (cuLinkCreate(6, options, values, &link_state) != CUDA_SUCCESS) return "raw cuLinkCreate failed";
+  if (cuLinkCreate(5, options, values, &link_state) != CUDA_SUCCESS) return "raw cuLinkCreate failed";
   bool ok = true;
   for (const LinkableCode& code : inputs) {
     ok = ok && cuLinkAddData(link_state, CU_JIT_INPUT_PTX, const_cast<char*>(code.bytes().c_str()),
