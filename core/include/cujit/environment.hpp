@@ -14,6 +14,9 @@
 //                      CUJIT_CACHE_REMOTE_LOCK_MS, CUJIT_CACHE_REMOTE_TTL)
 //   CUJIT_CACHE_LOCK_TIMEOUT seconds   waiting on another process's build of one key
 //   CUJIT_REQUIRE_GPU  flag    GPU tests fail instead of skipping without a device
+//   CUJIT_CAPTURE_DIR  path    failing links and builds write scenario files there
+//   CUJIT_COMPILE_IN_PROCESS flag   side-by-side compiles stay in this process
+//   CUJIT_COMPILE_WORKER absolute path   the compile worker (CUJIT_COMPILE_WORKER_TIMEOUT, s)
 
 #include <cstdint>
 #include <initializer_list>

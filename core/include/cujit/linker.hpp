@@ -92,8 +92,9 @@ class Linker {
   Linker& add_data(Format format, Bytes bytes, std::string name);
   /// A file, format from its extension and content.
   Linker& add_file(const std::filesystem::path& path);
-  /// add() of each in order, the CUDA C++ among them compiled side by side first (on threads:
-  /// NVRTC 13.0 still runs their compiles one at a time, link/compile_sources.hpp).
+  /// add() of each in order, the CUDA C++ among them compiled side by side first: NVRTC 13.0
+  /// runs one compile at a time per process, so those that miss the cache compile in worker
+  /// processes (compile/compile_worker.hpp; CUJIT_COMPILE_IN_PROCESS=1 keeps them here).
   Linker& add_all(std::vector<LinkableCode> codes);
 
   /// Links everything added so far into a cubin. Throws LinkError with both logs, the
