@@ -1,10 +1,11 @@
 #pragma once
 // The CUDA C++ inputs of one build that compile at the same time (link/compile_sources.hpp),
-// and the one question they share: does this NVRTC compile run beside another? NVRTC runs
-// one compile at a time per process, so two or more compiles of a batch each go to a worker
-// process (compile/compile_worker.hpp); a compile that turns out to be the batch's only one
-// (the other inputs were cache hits) stays in this process, saving a process start and
-// NVRTC's load.
+// and the one question they share: where does this NVRTC compile run? NVRTC runs one compile
+// at a time per process, so a second compile beside a running one goes to a worker process
+// (compile/compile_worker.hpp); but a worker costs a process start and NVRTC's load (25-45
+// ms), more than a small compile, so the first compile of a batch always runs here and the
+// next waits up to `hedge` for it to end before taking a worker. A compile that turns out to
+// be the batch's only one (the others were cache hits) runs here too.
 
 #include <chrono>
 #include <condition_variable>
@@ -17,9 +18,11 @@ class CompileBatch {
  public:
   // A batch of `items` inputs; `wait_limit` bounds how long a compile waits for the
   // others' cache lookups before it takes a worker anyway (a lookup waiting on a remote
-  // tier, or on this very compile's single flight, must not hold it up).
+  // tier, or on this very compile's single flight, must not hold it up); `hedge` how long a
+  // compile waits for the one running here before it takes a worker (about a worker's start).
   explicit CompileBatch(std::size_t items,
-                        std::chrono::milliseconds wait_limit = std::chrono::milliseconds(250));
+                        std::chrono::milliseconds wait_limit = std::chrono::milliseconds(250),
+                        std::chrono::milliseconds hedge = std::chrono::milliseconds(50));
   CompileBatch(const CompileBatch&) = delete;
   CompileBatch& operator=(const CompileBatch&) = delete;
 
@@ -40,18 +43,26 @@ class CompileBatch {
   // The batch of the calling thread's current Item, or nullptr outside one.
   static CompileBatch* current() noexcept;
 
-  // Called when an input is about to run NVRTC: true (use a worker) once another input of
-  // the batch runs NVRTC too; false when every other input finished without one. Until
-  // one of the two is known it waits, at most the wait limit, then answers true.
+  // Called when an input is about to run NVRTC. false: compile here (the caller then holds
+  // the batch's in-process slot until it calls finished_here()). That is the answer for the
+  // first compile once another input runs NVRTC too or every other input finished without
+  // one (until one of the two is known it waits, at most the wait limit, then answers
+  // true), and for a later compile whose wait for the slot ended within the hedge. true:
+  // use a worker.
   bool compile_beside_others();
+  // The compile that compile_beside_others() kept here has ended: the slot is free.
+  void finished_here();
 
  private:
   void finished();
+  bool claim_slot(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds wait);
 
   std::mutex mutex_;
   std::condition_variable changed_;
   const std::size_t items_;
   const std::chrono::milliseconds wait_limit_;
+  const std::chrono::milliseconds hedge_;
+  bool slot_taken_ = false;
   std::size_t compiling_ = 0;
   std::size_t finished_ = 0;
 };

@@ -179,7 +179,14 @@ CompileResult compile_program(const Program& program, const CompileOptions& opti
   CompileBatch* batch = CompileBatch::current();
   if (batch == nullptr || uses_pch(options)) return program.compile(options);
   const auto worker = compile_worker_path();
-  if (!worker || !batch->compile_beside_others()) return program.compile(options);
+  if (!worker) return program.compile(options);
+  if (!batch->compile_beside_others()) {
+    struct SlotHeld {
+      CompileBatch& batch;
+      ~SlotHeld() { batch.finished_here(); }
+    } held{*batch};
+    return program.compile(options);
+  }
   WorkerLimits limits;
   // At least a second, at most a day: a deadline past the clock's range would wrap.
   const std::uint64_t seconds = environment::count("CUJIT_COMPILE_WORKER_TIMEOUT", 600);

@@ -1,6 +1,10 @@
 #include "link/compile_sources.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 #include "compile/compile_batch.hpp"
+#include "cujit/environment.hpp"
 #include "support/concurrently.hpp"
 
 namespace cujit::detail {
@@ -16,7 +20,11 @@ void compile_sources(std::vector<LinkableCode>& codes,
     for (std::size_t index : sources) codes[index] = compile(codes[index]);
     return;
   }
-  CompileBatch batch(sources.size());
+  // How long a compile waits for the one running in this process before it takes a worker
+  // (compile/compile_batch.hpp): about a worker's start, at most a minute.
+  const auto hedge = std::chrono::milliseconds(std::min<std::uint64_t>(
+      environment::count("CUJIT_COMPILE_WORKER_HEDGE_MS", 50), 60'000));
+  CompileBatch batch(sources.size(), std::chrono::milliseconds(250), hedge);
   run_concurrently(sources.size(), [&](std::size_t j) {
     const CompileBatch::Item item(batch);
     codes[sources[j]] = compile(codes[sources[j]]);
