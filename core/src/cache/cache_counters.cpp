@@ -16,6 +16,7 @@
 #include "cache/disk_cache.hpp"
 #include "cujit/error.hpp"
 #include "support/file_io.hpp"
+#include "support/unique_fd.hpp"
 
 namespace cujit {
 namespace detail {
@@ -44,28 +45,7 @@ constexpr int open_file = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOC
 std::string errno_text(int error = errno) { return std::strerror(error); }
 std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) noexcept : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const noexcept { return fd_; }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
+using Fd = UniqueFd;
 
 std::string shard_name(unsigned shard, std::string_view suffix) {
   static constexpr char digits[] = "0123456789abcdef";

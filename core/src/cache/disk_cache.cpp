@@ -1,5 +1,6 @@
 #include "cache/disk_cache.hpp"
 #include "support/file_io.hpp"
+#include "support/unique_fd.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -49,28 +50,7 @@ std::string errno_text(int error) { return std::strerror(error); }
 std::string errno_text() { return errno_text(errno); }
 std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
-// An owned file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd = -1) noexcept : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
+using Fd = UniqueFd;
 
 struct DirCloser {
   void operator()(DIR* dir) const noexcept { ::closedir(dir); }

@@ -12,27 +12,15 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "support/unique_fd.hpp"
+
 namespace cujit::detail {
 namespace {
 
 thread_local int suppressed = 0;
 std::atomic<int> captures{0};
 
-// A file descriptor closed when it goes.
-class Fd {
- public:
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const noexcept { return fd_; }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
+using Fd = UniqueFd;
 
 struct CaptureFailed {
   std::string why;

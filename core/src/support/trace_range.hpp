@@ -16,22 +16,23 @@ inline nvtxDomainHandle_t trace_domain() noexcept {
   return domain;
 }
 
-inline void trace_push(const char* message) noexcept {
+inline nvtxEventAttributes_t trace_attributes(const char* message) noexcept {
   nvtxEventAttributes_t attributes{};
   attributes.version = NVTX_VERSION;
   attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
   attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
   attributes.message.ascii = message;
+  return attributes;
+}
+
+inline void trace_push(const char* message) noexcept {
+  const nvtxEventAttributes_t attributes = trace_attributes(message);
   nvtxDomainRangePushEx(trace_domain(), &attributes);
 }
 
 // A point event, e.g. a cache lookup's result ("cache hit: disk") inside its range.
 inline void trace_mark(const char* message) noexcept {
-  nvtxEventAttributes_t attributes{};
-  attributes.version = NVTX_VERSION;
-  attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-  attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
-  attributes.message.ascii = message;
+  const nvtxEventAttributes_t attributes = trace_attributes(message);
   nvtxDomainMarkEx(trace_domain(), &attributes);
 }
 
