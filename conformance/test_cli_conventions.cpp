@@ -227,7 +227,7 @@ TEST_F(CliConventions, ExitCodesFollowTheConvention) {
 
 // ---- what reaches the suites -----------------------------------------------------------
 
-TEST_F(CliConventions, FilterAndRequireGpuReachTheSuitesAndInheritedGtestVariablesDoNot) {
+TEST_F(CliConventions, FilterAndRequireDeviceFlagsReachTheSuitesAndInheritedGtestVariablesDoNot) {
   Spec s = spec({"conformance", "--out", "out", "--area", "format", "--filter", "FakeSuite.Passes", "--require-gpu"});
   s.env.emplace_back("GTEST_FILTER", "Nothing.*");
   const auto run = run_cujit(s);

@@ -52,7 +52,7 @@ TEST(DeviceAllotment, IdIndexesAnInheritedCudaVisibleDevices) {
   EXPECT_EQ(test::device_allotment(lookup_in(environment))->visible_devices, "GPU-bbbb");
 }
 
-TEST(DeviceAllotment, SeveralAllottedGpusAreShownInOrder) {
+TEST(DeviceAllotment, SeveralAllottedDevicesAreShownInOrder) {
   const auto allotment = test::device_allotment(lookup_in(allotted("id:3,slots:1;id:1,slots:2")));
   ASSERT_TRUE(allotment.has_value());
   EXPECT_EQ(allotment->visible_devices, "3,1");
@@ -64,7 +64,7 @@ void expect_usage_error_naming(const Environment& environment, const std::string
   });
 }
 
-TEST(DeviceAllotment, MalformedGpuValueIsAUsageErrorNamingIt) {
+TEST(DeviceAllotment, MalformedDeviceValueIsAUsageErrorNamingIt) {
   for (const std::string value : {"", "id:x,slots:1", "slots:1", "id:1", "id:1,slots:0", "id:1,slots:1,extra:2",
                                   "id:1;slots:1", "id:-1,slots:1", "id:1,id:2,slots:1", "id:1234567,slots:1",
                                   "id: 1,slots:1", "id:1,slots:1;"}) {
@@ -73,7 +73,7 @@ TEST(DeviceAllotment, MalformedGpuValueIsAUsageErrorNamingIt) {
   }
 }
 
-TEST(DeviceAllotment, GroupsOtherThanOneOfGpusAreAUsageError) {
+TEST(DeviceAllotment, GroupsOtherThanOneDeviceSlotAreAUsageError) {
   Environment two_groups = allotted("id:0,slots:1");
   two_groups["CTEST_RESOURCE_GROUP_COUNT"] = "2";
   expect_usage_error_naming(two_groups, "CTEST_RESOURCE_GROUP_COUNT");

@@ -31,7 +31,7 @@ nlohmann::json gpus_of(const std::string& spec) {
   return json.at("local").at(0).at("gpus");
 }
 
-TEST(ResourceSpec, OneGpuEntryPerDeviceWithItsOrdinalAsId) {
+TEST(ResourceSpec, OneEntryPerDeviceWithItsOrdinalAsId) {
   const nlohmann::json gpus = gpus_of(cli::resource_spec_json(fake_devices(4), 4));
   ASSERT_EQ(gpus.size(), 4u);
   for (int ordinal = 0; ordinal < 4; ++ordinal) {
@@ -40,13 +40,13 @@ TEST(ResourceSpec, OneGpuEntryPerDeviceWithItsOrdinalAsId) {
   }
 }
 
-TEST(ResourceSpec, SlotsAreHowManyTestsShareAGpu) {
+TEST(ResourceSpec, SlotsAreHowManyTestsShareADevice) {
   const nlohmann::json gpus = gpus_of(cli::resource_spec_json(fake_devices(2), 1));
   ASSERT_EQ(gpus.size(), 2u);
   EXPECT_EQ(gpus.at(1).at("slots"), 1);
 }
 
-TEST(ResourceSpec, HostWithoutDevicesHasNoGpus) {
+TEST(ResourceSpec, HostWithoutDevicesHasNoEntries) {
   EXPECT_TRUE(gpus_of(cli::resource_spec_json({}, 4)).empty());
 }
 
