@@ -14,6 +14,19 @@ function(cujit_fixture output source)
   set(CUJIT_FIXTURE_OUTPUTS ${CUJIT_FIXTURE_OUTPUTS} ${out} CACHE INTERNAL "")
 endfunction()
 
+# NAME.a: the fixture NAME.o in a static library (nvcc -lib), as device libraries ship.
+function(cujit_fixture_archive name)
+  set(object ${CUJIT_FIXTURE_DIR}/${name}.o)
+  set(archive ${CUJIT_FIXTURE_DIR}/${name}.a)
+  add_custom_command(
+    OUTPUT ${archive}
+    COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -lib ${object} -o ${archive}
+    DEPENDS ${object}
+    COMMENT "fixture ${name}.a"
+    VERBATIM)
+  set(CUJIT_FIXTURE_OUTPUTS ${CUJIT_FIXTURE_OUTPUTS} ${archive} CACHE INTERNAL "")
+endfunction()
+
 # Every linkable format of one source, for CUJIT_FIXTURE_ARCH (SASS plus PTX for JIT):
 # NAME.ptx NAME.ltoir NAME.cubin NAME_sass.fatbin NAME_ptx.fatbin NAME_ltoir.fatbin
 # NAME.o (relocatable device code in a host object) NAME.a (archive of that object).
@@ -29,15 +42,7 @@ function(cujit_fixture_all_formats name source)
   cujit_fixture(${name}_ltoir.fatbin ${source}
     -gencode arch=compute_${cc},code=lto_${cc} -rdc=true -fatbin)
   cujit_fixture(${name}.o ${source} "-gencode=arch=compute_${cc},code=[sm_${cc},compute_${cc}]" -dc)
-  set(object ${CUJIT_FIXTURE_DIR}/${name}.o)
-  set(archive ${CUJIT_FIXTURE_DIR}/${name}.a)
-  add_custom_command(
-    OUTPUT ${archive}
-    COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -lib ${object} -o ${archive}
-    DEPENDS ${object}
-    COMMENT "fixture ${name}.a"
-    VERBATIM)
-  set(CUJIT_FIXTURE_OUTPUTS ${CUJIT_FIXTURE_OUTPUTS} ${archive} CACHE INTERNAL "")
+  cujit_fixture_archive(${name})
 endfunction()
 
 # An NRT user (external code built against core/device/cujit/nrt.cuh) in every binary
@@ -56,13 +61,5 @@ function(cujit_nrt_user_fixtures name source)
   cujit_fixture(${name}_multi.fatbin ${source} ${inc} -gencode arch=compute_80,code=sm_80
     -gencode arch=compute_${cc},code=sm_${cc} -rdc=true -fatbin)
   cujit_fixture(${name}.o ${source} ${inc} "-gencode=arch=compute_${cc},code=[sm_${cc},compute_${cc}]" -dc)
-  set(object ${CUJIT_FIXTURE_DIR}/${name}.o)
-  set(archive ${CUJIT_FIXTURE_DIR}/${name}.a)
-  add_custom_command(
-    OUTPUT ${archive}
-    COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -lib ${object} -o ${archive}
-    DEPENDS ${object}
-    COMMENT "fixture ${name}.a"
-    VERBATIM)
-  set(CUJIT_FIXTURE_OUTPUTS ${CUJIT_FIXTURE_OUTPUTS} ${archive} CACHE INTERNAL "")
+  cujit_fixture_archive(${name})
 endfunction()

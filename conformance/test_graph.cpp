@@ -24,9 +24,7 @@ class GpuGraph : public ::testing::Test {
  protected:
   void SetUp() override {
     CUJIT_REQUIRE_DEVICE();
-    Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
-    linker.add_file(test::scenario_path("fixtures/graphs/graph_kernels.cu"));
-    module_ = Module::load(LinkableCode::cubin(linker.link().code.bytes(), "graph_kernels"));
+    module_ = test::load_scenario_source("fixtures/graphs/graph_kernels.cu", "graph_kernels");
   }
   Kernel kernel(const std::string& name) const { return module_->kernel(name); }
   std::shared_ptr<Module> module_;

@@ -14,6 +14,7 @@
 #include "code/device_references.hpp"
 #include "support/fixtures.hpp"
 #include "support/linking.hpp"
+#include "support/nrt_switch.hpp"
 
 namespace cujit {
 namespace {
@@ -21,17 +22,7 @@ namespace {
 using test::fixture_path;
 using test::scenario_path;
 
-// Sets the global switch for one test and restores it: tests do not depend on order.
-class NrtSwitch {
- public:
-  explicit NrtSwitch(bool on) : before_(nrt::enabled()) { nrt::set_enabled(on); }
-  ~NrtSwitch() { nrt::set_enabled(before_); }
-  NrtSwitch(const NrtSwitch&) = delete;
-  NrtSwitch& operator=(const NrtSwitch&) = delete;
-
- private:
-  bool before_;
-};
+using test::NrtSwitch;
 
 // The NRT functions cudf_udf_shim.cu calls.
 const std::vector<std::string> shim_functions = {"NRT_MemInfo_new_varsize", "NRT_MemInfo_data_fast",

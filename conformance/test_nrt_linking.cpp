@@ -6,6 +6,7 @@
 #include "cujit/nrt.hpp"
 #include "support/fixtures.hpp"
 #include "support/linking.hpp"
+#include "support/nrt_switch.hpp"
 
 namespace cujit {
 namespace {
@@ -17,17 +18,7 @@ LinkableCode nrt_fixture(const std::string& name) {
   return LinkableCode::from_path(scenario_path("fixtures/nrt/" + name));
 }
 
-// Sets the global switch for one test and restores it: tests do not depend on order.
-class NrtSwitch {
- public:
-  explicit NrtSwitch(bool on) : before_(nrt::enabled()) { nrt::set_enabled(on); }
-  ~NrtSwitch() { nrt::set_enabled(before_); }
-  NrtSwitch(const NrtSwitch&) = delete;
-  NrtSwitch& operator=(const NrtSwitch&) = delete;
-
- private:
-  bool before_;
-};
+using test::NrtSwitch;
 
 enum class ShimForm { ptx, ltoir, cu };
 

@@ -33,6 +33,12 @@ LinkOptions link_options(LinkerBackend backend, bool lto, const std::string& arc
   return options;
 }
 
+std::shared_ptr<Module> load_scenario_source(const std::string& relative, const std::string& name) {
+  Linker linker(link_options(LinkerBackend::nvjitlink, false));
+  linker.add_file(scenario_path(relative));
+  return Module::load(LinkableCode::cubin(linker.link().code.bytes(), name));
+}
+
 std::vector<int> run_int_kernel(const Bytes& cubin, const std::string& kernel, unsigned threads,
                                 const std::vector<int>& int_args) {
   auto module = Module::load(LinkableCode::cubin(cubin, kernel + ".cubin"));

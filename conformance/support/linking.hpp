@@ -2,6 +2,7 @@
 // Helpers shared by the linking suites: adding an input by path or by bytes, and running
 // a linked kernel.
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ std::filesystem::path input_path(const FixtureInput& input);
 void add_input(Linker& linker, const FixtureInput& input, Origin origin);
 
 LinkOptions link_options(LinkerBackend backend, bool lto, const std::string& arch = "sm_90");
+
+// Links the committed CUDA C++ file `relative` (under scenarios/) alone through nvJitLink for
+// sm_90 and loads the cubin as module `name` (needs a device).
+std::shared_ptr<Module> load_scenario_source(const std::string& relative, const std::string& name);
 
 // Loads `cubin`, launches `kernel` with one block of `threads`, an int output buffer of
 // `threads` elements and the int arguments, and returns the buffer.
