@@ -110,6 +110,49 @@ TEST(ReduceBuild, TheGeneratedKernelIncludesNoHeader) {
   }
 }
 
+// The tiles kernel's text in PTX: from its .entry to the end of its body.
+std::string tiles_kernel_ptx(const std::string& ptx) {
+  const std::size_t entry = ptx.find(".entry cujit_reduce_tiles");
+  if (entry == std::string::npos) return {};
+  const std::size_t end = ptx.find("\n}\n", entry);
+  return ptx.substr(entry, end == std::string::npos ? std::string::npos : end - entry);
+}
+
+// 16-byte loads: four 32-bit lanes or two 64-bit ones, through either cache path.
+std::size_t count_16_byte_loads(const std::string& ptx) {
+  std::size_t count = 0;
+  for (const char* path : {"ld.global.", "ld.global.nc."}) {
+    for (const char* lanes : {"v4.u32", "v4.b32", "v4.s32", "v4.f32", "v2.u64", "v2.b64", "v2.s64", "v2.f64"}) {
+      const std::string load = std::string(path) + lanes + " ";
+      for (std::size_t at = ptx.find(load); at != std::string::npos; at = ptx.find(load, at + 1)) ++count;
+    }
+  }
+  return count;
+}
+
+// Every type the reduce supports builds to a cubin for sm_90 without a device, and its
+// tiles kernel reads whole tiles in 16-byte vectors: 1- and 2-byte items too, and at least
+// four of them issued together (for those, one vector per tile, that is tiles folded a few
+// at a time: a load of a single vector at a time would leave too little in flight).
+TEST(ReduceBuild, EveryTypeBuildsAndReadsWholeTilesIn16ByteVectors) {
+  CacheConfig off_config;
+  off_config.mode = CacheMode::off;
+  BuildCache off(off_config);
+  for (const char* type : {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
+                           "float64"}) {
+    SCOPED_TRACE(type);
+    const ReduceSpec spec = spec_for(type);
+    const reduce::ReduceBuild build = reduce::build_reduce(spec, off);
+    EXPECT_EQ(detect_format(build.code.bytes()), Format::cubin);
+    EXPECT_EQ(build.input_size, Type::parse(type).size());
+    reduce::KernelCompile kernel = reduce::kernel_compile(spec);
+    kernel.options.target = CompileTarget::ptx;
+    const std::string tiles = tiles_kernel_ptx(compile_cached(kernel.program, kernel.options, off).result.code.bytes());
+    ASSERT_FALSE(tiles.empty());
+    EXPECT_GE(count_16_byte_loads(tiles), 4u);
+  }
+}
+
 // -optimize-unused-variables: a device variable that no device code reads (here a table a
 // CUDA C++ operator defines) is in the cubin without the option and not with it, and the
 // option is part of the link key, so a cubin linked without it is never served for it.

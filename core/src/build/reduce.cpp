@@ -63,17 +63,32 @@ struct alignas(16) cujit_vector {
   T item[16 / sizeof(T)];
 };
 
-// This thread's items of the whole tile at `start` (`in` 16-byte aligned), folded: thread x
-// reads vectors x, x + block, ... (coalesced), every load issued before the first fold.
+// Whole tiles a thread reads per step: enough for 64 bytes of loads in flight, what one tile
+// of a 4-byte type gives (4 vectors; CUB's int32 tiles load as much). A tile of a 1-byte
+// type is one vector per thread and of a 2-byte type two: folding each before loading the
+// next would keep a quarter or half of that in flight, short of what HBM needs to stream.
 template <class T>
-__device__ __forceinline__ cujit_acc_t cujit_fold_whole_tile(const T* __restrict__ in,
-                                                             unsigned long long start) {
+__device__ constexpr unsigned cujit_tiles_per_step() {
+  return cujit_items * sizeof(T) >= 64 ? 1 : 64 / (cujit_items * sizeof(T));
+}
+
+// This thread's items of the whole tiles first, first + stride, ... (Tiles of them; `in`
+// 16-byte aligned), folded: thread x reads vectors x, x + block, ... of each (coalesced),
+// every load issued before the first fold.
+template <class T, unsigned Tiles>
+__device__ __forceinline__ cujit_acc_t cujit_fold_whole_tiles(const T* __restrict__ in,
+                                                              unsigned long long first,
+                                                              unsigned long long stride) {
   constexpr unsigned per_vector = 16 / sizeof(T);
-  constexpr unsigned vectors = cujit_items / per_vector;
-  const cujit_vector<T>* from = reinterpret_cast<const cujit_vector<T>*>(in + start) + threadIdx.x;
+  constexpr unsigned vectors = Tiles * (cujit_items / per_vector);
   cujit_vector<T> v[vectors];
 #pragma unroll
-  for (unsigned i = 0; i < vectors; ++i) v[i] = from[i * cujit_block];
+  for (unsigned k = 0; k < Tiles; ++k) {
+    const cujit_vector<T>* from =
+        reinterpret_cast<const cujit_vector<T>*>(in + (first + k * stride) * cujit_tile) + threadIdx.x;
+#pragma unroll
+    for (unsigned i = 0; i < vectors / Tiles; ++i) v[k * (vectors / Tiles) + i] = from[i * cujit_block];
+  }
   cujit_acc_t acc = static_cast<cujit_acc_t>(v[0].item[0]);
 #pragma unroll
   for (unsigned j = 1; j < per_vector; ++j) acc = cujit_apply(acc, static_cast<cujit_acc_t>(v[0].item[j]));
@@ -87,11 +102,12 @@ __device__ __forceinline__ cujit_acc_t cujit_fold_whole_tile(const T* __restrict
 
 // Folds tiles first, first + stride, ... of items[0, n) into this thread's fold: whole tiles
 // of 16-byte aligned input as vectors (where Vectors: code the final pass does not need),
-// the rest one item per load in groups of four: the group's guarded loads are issued
-// before its first fold (a fold right after each load would wait for each load in turn,
-// which the final pass's 1024 partials at n = 2^22 paid four times), and a group past
-// the end stops the tile (block-uniform). Thread x takes items x, x + block, ... of a
-// tile, so in the partial last tile the threads holding values are the first ones.
+// cujit_tiles_per_step of them per step while the block has that many left, the rest one
+// item per load in groups of four: the group's guarded loads are issued before its first
+// fold (a fold right after each load would wait for each load in turn, which the final
+// pass's 1024 partials at n = 2^22 paid four times), and a group past the end stops the
+// tile (block-uniform). Thread x takes items x, x + block, ... of a tile, so in the partial
+// last tile the threads holding values are the first ones.
 template <class T, bool Vectors>
 __device__ __forceinline__ void cujit_fold_tiles(const T* __restrict__ items, unsigned long long n,
                                                  unsigned long long first, unsigned long long stride,
@@ -99,7 +115,13 @@ __device__ __forceinline__ void cujit_fold_tiles(const T* __restrict__ items, un
   unsigned long long t = first;
   if (Vectors && reinterpret_cast<unsigned long long>(items) % 16 == 0) {
     const unsigned long long whole = n / cujit_tile;
-    for (; t < whole; t += stride) fold.add(cujit_fold_whole_tile(items, t * cujit_tile));
+    constexpr unsigned together = cujit_tiles_per_step<T>();
+    if (together > 1) {
+      for (; t + (together - 1) * stride < whole; t += together * stride) {
+        fold.add(cujit_fold_whole_tiles<T, together>(items, t, stride));
+      }
+    }
+    for (; t < whole; t += stride) fold.add(cujit_fold_whole_tiles<T, 1>(items, t, stride));
   }
   enum : unsigned { group = 4 };
   for (; t * cujit_tile < n; t += stride) {
