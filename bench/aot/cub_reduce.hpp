@@ -1,15 +1,24 @@
 #pragma once
-// CUB DeviceReduce::Sum compiled ahead of time (aot/cub_reduce.cu), for the element types
-// the reduce_into benchmarks compare: int and double.
+// CUB's device-wide sum compiled ahead of time (aot/cub_reduce.cu), for every element type
+// the reduce_into benchmarks compare: each type cujit's reduce supports (int8..int64,
+// uint8..uint64, float32, float64).
 #include <cstddef>
+#include <cstdint>
+
+// The element types, once: X(T) for each.
+#define CUJIT_AOT_CUB_TYPES(X)                                                                     \
+  X(std::int8_t) X(std::int16_t) X(int) X(std::int64_t) X(std::uint8_t) X(std::uint16_t)          \
+  X(std::uint32_t) X(std::uint64_t) X(float) X(double)
 
 template <class T>
 std::size_t aot_cub_sum_temp_bytes(std::size_t n);
-// Returns the cudaError_t.
+// The sum of in[0, n) into *out, accumulated in T (see aot/cub_reduce.cu). Returns the
+// cudaError_t.
 template <class T>
 int aot_cub_sum(void* temp, std::size_t temp_bytes, const T* in, T* out, std::size_t n, void* stream);
 
-extern template std::size_t aot_cub_sum_temp_bytes<int>(std::size_t);
-extern template std::size_t aot_cub_sum_temp_bytes<double>(std::size_t);
-extern template int aot_cub_sum<int>(void*, std::size_t, const int*, int*, std::size_t, void*);
-extern template int aot_cub_sum<double>(void*, std::size_t, const double*, double*, std::size_t, void*);
+#define CUJIT_AOT_CUB_DECLARE(T)                                     \
+  extern template std::size_t aot_cub_sum_temp_bytes<T>(std::size_t); \
+  extern template int aot_cub_sum<T>(void*, std::size_t, const T*, T*, std::size_t, void*);
+CUJIT_AOT_CUB_TYPES(CUJIT_AOT_CUB_DECLARE)
+#undef CUJIT_AOT_CUB_DECLARE
