@@ -191,17 +191,23 @@ def l2_bytes(context, path="run"):
     return None, f"the L2 size of {device or 'an unrecorded device'!r} is not known"
 
 
-# Benchmarks whose size axis is a working set: (name pattern, bytes per item of n).
-_SIZED = [(re.compile(r"(cujit/reduce_into|aot/cub_device_reduce)/int32_sum/(\d+)$"), 4),
-          (re.compile(r"raw/copy_bandwidth/int32/(\d+)$"), 8)]  # read + written
+# Bytes per item of the element types reduce_into benchmarks (bench_reduce.cpp).
+ITEM_BYTES = {"int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "float32": 4,
+              "int64": 8, "uint64": 8, "float64": 8}
+
+# Benchmarks whose size axis is a working set: (name pattern with the type and n, bytes of
+# n items of that type).
+_SIZED = [(re.compile(r"(?:cujit/reduce_into|aot/cub_device_reduce)/(\w+?)_sum/(\d+)$"),
+           lambda type_name, n: ITEM_BYTES[type_name] * n if type_name in ITEM_BYTES else None),
+          (re.compile(r"raw/copy_bandwidth/(int32)/(\d+)$"), lambda type_name, n: 8 * n)]  # read + written
 
 
 def working_set(b, name):
     """The bytes a reduce / copy benchmark touches: its `bytes` counter, else n from its name
-    times the bytes per item; None for other benchmarks."""
-    for pattern, per_item in _SIZED:
+    times the bytes per item of its type; None for other benchmarks (and unknown types)."""
+    for pattern, size in _SIZED:
         match = pattern.match(name)
         if match and b is not None:
             counted = b.counter("bytes")
-            return int(counted) if counted else int(match.groups()[-1]) * per_item
+            return int(counted) if counted else size(match.group(1), int(match.group(2)))
     return None

@@ -13,8 +13,9 @@ from . import figures
 
 JIT_SCENARIOS = ("tiny", "external_cu", "ltoir_operator", "nrt")
 
-# Floors whose names do not mirror cujit's (cujit/X pairs with raw/X otherwise).
-FLOOR_PREFIXES = {"reduce_into/int32_sum": "aot/cub_device_reduce/int32_sum"}
+# Floors whose names do not mirror cujit's (cujit/X pairs with raw/X otherwise): every
+# reduce_into/<type>_sum with aot/cub_device_reduce/<type>_sum.
+FLOOR_PREFIXES = {"reduce_into/": "aot/cub_device_reduce/"}
 
 # Cached figures (a hit in cujit's own cache) and the build they save.
 CACHED = [(re.compile(r"reduce_build/(memory_hit|disk_hit|disk_hit_new_process)$"), lambda m: "reduce_build/cold"),

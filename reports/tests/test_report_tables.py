@@ -236,6 +236,35 @@ class L2Test(unittest.TestCase):
                       labels)
         self.assertIn("`reduce_into/int32_sum/4194304`", labels)  # 16 MiB: past the recorded 8 MiB
 
+    def test_every_type_is_set_against_its_floor_and_sized_by_its_items(self):
+        """bench_reduce measures every reduce type; each row has its own type's CUB floor, and
+        without a bytes counter the working set is n times that type's item size."""
+        doc = _load_doc(REDUCE)
+        extra = []
+        for b in doc["benchmarks"]:
+            if "int32_sum/" not in b["name"]:
+                continue
+            for type_name, size in (("int8", 1), ("float64", 8)):
+                copy = dict(b, name=b["name"].replace("int32_sum", f"{type_name}_sum"),
+                            run_name=b["run_name"].replace("int32_sum", f"{type_name}_sum"))
+                copy.pop("bytes", None)
+                extra.append(copy)
+        doc["benchmarks"].extend(extra)
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = table(markdown(_write(tmp, REDUCE, doc)), "Scenario `reduce_into`")
+        by_label = {next(iter(r.values())).split("`")[1]: r for r in rows}
+        for type_name in ("int8", "int32", "float64"):
+            for n in (1048576, 4194304, 67108864):
+                with self.subTest(type=type_name, n=n):
+                    row = by_label[f"reduce_into/{type_name}_sum/{n}"]
+                    self.assertIn("unpaired", list(row.values())[2])
+        self.assertNotIn("other", [tables.row_key(f"aot/cub_device_reduce/{t}_sum/1")[0] for t in ("int8", "float64")])
+        # 2^20 int8 is 1 MiB and 2^22 is 4 MiB (within the recorded 8 MiB); 2^22 float64 is 32 MiB.
+        labels = [next(iter(r.values())) for r in rows]
+        self.assertIn("`reduce_into/int8_sum/4194304` (working set 4 MiB fits in L2: a cache hit, not HBM bandwidth)",
+                      labels)
+        self.assertIn("`reduce_into/float64_sum/4194304`", labels)
+
     def test_throughput_comes_with_its_noise(self):
         run = bench_json.load(result(REDUCE))
         for label, series in report.reduce_points(run.benchmarks):
