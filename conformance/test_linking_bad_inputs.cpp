@@ -17,6 +17,7 @@
 #include "cujit/linker.hpp"
 #include "support/fixtures.hpp"
 #include "support/linking.hpp"
+#include "support/printers.hpp"
 // The nvJitLink session's testing seam; self-contained, included by its path (this
 // executable does not see core/src).
 #include "../core/src/link/nvjitlink_test_hook.hpp"
@@ -119,11 +120,15 @@ void write_line(const std::string& line) {
   (void)!::write(STDERR_FILENO, text.data(), text.size());
 }
 
-LinkResult link_files(const std::vector<std::string>& fixtures) {
-  Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
+LinkResult link_files(const std::vector<std::string>& fixtures, bool lto = false) {
+  Linker linker(test::link_options(LinkerBackend::nvjitlink, lto));
   for (const std::string& name : fixtures) linker.add_file(fixture_path(name));
   return linker.link();
 }
+
+// A clean link that watches stderr: one input is a fatbin, whose duplicates nvJitLink would
+// report only there (PTX and cubin links have nothing to watch for).
+const std::vector<std::string> watched_clean_link{"dev_add_ptx.fatbin", "scale_kernel.ptx"};
 
 TEST(NvJitLinkStderr, MultipleDefinitionsReportedOnlyOnStderrFailTheLink) {
   // nvJitLink 13.0 reports these with NVJITLINK_SUCCESS and an "error : ..." line on
@@ -152,7 +157,7 @@ TEST(HostileStderr, AnotherThreadsErrorLinesNeverFailALink) {
   int linked = 0;
   for (int i = 0; i < 20; ++i) {
     try {
-      (void)link_files({"dev_add.ptx", "scale_kernel.ptx"});
+      (void)link_files(watched_clean_link);
       ++linked;
     } catch (const Error& error) {
       ADD_FAILURE() << "a valid link failed: " << error.what();
@@ -171,7 +176,7 @@ TEST(HostileStderr, WhatOtherThreadsWriteIsNeitherLostNorClaimed) {
     std::thread writer([&] {
       for (int i = 0; i < lines; ++i) write_line("info    : line " + std::to_string(i) + " of another thread");
     });
-    for (int i = 0; i < 10; ++i) (void)link_files({"scale_kernel.ptx"});
+    for (int i = 0; i < 10; ++i) (void)link_files(watched_clean_link);
     writer.join();
   }
   const std::string written = read_bytes(dir.path() / "stderr.txt");
@@ -192,7 +197,7 @@ TEST(HostileStderr, ConcurrentLinksClaimOnlyTheirOwnErrors) {
         const bool duplicate = (t + i) % 2 == 0;
         try {
           (void)link_files(duplicate ? std::vector<std::string>{"dev_add.o", "dev_add_ptx.fatbin"}
-                                     : std::vector<std::string>{"dev_add.ptx", "scale_kernel.ptx"});
+                                     : watched_clean_link);
           if (duplicate) ++wrong;
         } catch (const LinkError&) {
           if (!duplicate) ++wrong;
@@ -202,6 +207,72 @@ TEST(HostileStderr, ConcurrentLinksClaimOnlyTheirOwnErrors) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// nvJitLink 13.0 answers NVJITLINK_SUCCESS when LTO-IR and another format define the same
+// symbol, and writes the error into its error log: the link fails, naming the symbol.
+class DuplicateNextToLtoIr : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DuplicateNextToLtoIr, FailsTheLinkThatNvJitLinkCallsASuccess) {
+  try {
+    (void)link_files({"mixed_kernel.ptx", "dev_mul.ptx", "dev_add.ltoir", GetParam()}, true);
+    ADD_FAILURE() << "linked although dev_add is defined in dev_add.ltoir and " << GetParam();
+  } catch (const LinkError& error) {
+    EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"}) << error.what();
+    EXPECT_TRUE(contains(error.log(), "Multiple definition of 'dev_add'")) << error.log();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, DuplicateNextToLtoIr,
+                         ::testing::Values("dev_add.ptx", "dev_add.cubin", "dev_add_sass.fatbin"),
+                         [](const ::testing::TestParamInfo<std::string>& file) {
+                           return test_identifier(file.param);
+                         });
+
+// Where stderr is watched: the identity of fd 2 inside nvJitLinkComplete, against the
+// file it is outside the link. A link of PTX and cubins leaves stderr alone (its duplicates
+// are found before the link); one with a fatbin, object or archive captures it.
+class StderrDuringComplete {
+ public:
+  StderrDuringComplete() { detail::set_nvjitlink_step_hook(&StderrDuringComplete::hook, this); }
+  ~StderrDuringComplete() { detail::set_nvjitlink_step_hook(nullptr, nullptr); }
+  StderrDuringComplete(const StderrDuringComplete&) = delete;
+  StderrDuringComplete& operator=(const StderrDuringComplete&) = delete;
+  bool seen() const { return seen_; }
+  bool redirected() const { return redirected_; }
+
+ private:
+  static std::pair<dev_t, ino_t> identity() {
+    struct stat info {};
+    if (::fstat(STDERR_FILENO, &info) != 0) return {};
+    return {info.st_dev, info.st_ino};
+  }
+  static void hook(const char* call, const void*, std::size_t, void* context) {
+    auto* self = static_cast<StderrDuringComplete*>(context);
+    if (std::string(call) != "nvJitLinkComplete") return;
+    self->seen_ = true;
+    self->redirected_ = identity() != self->outside_;
+  }
+  std::pair<dev_t, ino_t> outside_ = identity();
+  bool seen_ = false;
+  bool redirected_ = false;
+};
+
+TEST(NvJitLinkStderr, IsWatchedOnlyWhereErrorsCanBeReportedNowhereElse) {
+  const std::vector<std::pair<std::vector<std::string>, bool>> links{
+      {{"scale_kernel.ptx"}, false},
+      {{"mixed_kernel.ptx", "dev_mul.ptx", "dev_add.cubin"}, false},
+      {{"mixed_kernel.ptx", "dev_mul.o", "dev_add.ptx"}, true},
+      {{"mixed_kernel.ptx", "dev_mul.ptx", "dev_add_ptx.fatbin"}, true},
+      {{"mixed_kernel.ptx", "dev_mul.a", "dev_add.ptx"}, true},
+  };
+  for (const auto& [fixtures, watched] : links) {
+    StderrDuringComplete probe;
+    (void)link_files(fixtures);
+    ASSERT_TRUE(probe.seen()) << fixtures.front();
+    EXPECT_EQ(probe.redirected(), watched) << "linking " << fixtures.size() << " inputs, the last "
+                                           << fixtures.back();
+  }
 }
 
 // ---- links run concurrently, each inside its own capture -------------------------------
@@ -258,8 +329,8 @@ class HeldSteps {
   std::atomic<int> most_{0};
 };
 
-// A clean link (dev_add.ptx + scale_kernel.ptx) on a thread of its own, held inside its
-// nvJitLinkComplete step until finish(), which returns "linked", "empty" or the error.
+// A clean link that watches stderr (watched_clean_link) on a thread of its own, held inside
+// its nvJitLinkComplete step until finish(), which returns "linked", "empty" or the error.
 class HeldLink {
  public:
   HeldLink() {
@@ -268,7 +339,7 @@ class HeldLink {
       ready_.lock();  // the hook is installed for this thread
       ready_.unlock();
       try {
-        result_ = link_files({"dev_add.ptx", "scale_kernel.ptx"}).code.bytes().empty() ? "empty" : "linked";
+        result_ = link_files(watched_clean_link).code.bytes().empty() ? "empty" : "linked";
       } catch (const Error& error) {
         result_ = error.what();
       }

@@ -18,6 +18,7 @@
 #include "runner/scenario_file.hpp"
 #include "runner/scenario_run.hpp"
 #include "support/fixtures.hpp"
+#include "support/printers.hpp"
 
 namespace cujit {
 namespace {
@@ -249,11 +250,8 @@ TEST_P(HostileScenarioFields, EveryWrongJsonTypeIsAUsageErrorNamingTheField) {
 
 INSTANTIATE_TEST_SUITE_P(Schema, HostileScenarioFields, ::testing::ValuesIn(field_cases()),
                          [](const ::testing::TestParamInfo<FieldCase>& field) {
-                           std::string name = json_path(field.param.pointer) + (field.param.expect_base ? "_alone" : "");
-                           for (char& c : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return name;
+                           return test_identifier(json_path(field.param.pointer) +
+                                                  (field.param.expect_base ? "_alone" : ""));
                          });
 
 // ---- whole files --------------------------------------------------------------------------

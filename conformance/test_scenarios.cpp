@@ -8,6 +8,7 @@
 #include "runner/scenario_render.hpp"
 #include "runner/scenario_run.hpp"
 #include "support/fixtures.hpp"
+#include "support/printers.hpp"
 
 namespace cujit {
 namespace {
@@ -33,11 +34,7 @@ std::vector<std::string> scenario_files(bool device) {
 }
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& file) {
-  std::string name = std::filesystem::path(file.param).stem().string();
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return name;
+  return test_identifier(std::filesystem::path(file.param).stem().string());
 }
 
 scenarios::ScenarioReport run_file(const std::filesystem::path& file) {

@@ -5,7 +5,9 @@
 // Every parameter type gets a PrintTo next to its definition; the core's enums get theirs
 // here (in namespace cujit, where argument-dependent lookup finds them).
 
+#include <cctype>
 #include <ostream>
+#include <string>
 
 #include "cujit/format.hpp"
 #include "cujit/linker.hpp"
@@ -19,5 +21,13 @@ inline void PrintTo(Format format, std::ostream* out) { *out << to_string(format
 namespace reduce {
 inline void PrintTo(Builtin op, std::ostream* out) { *out << to_string(op); }
 }  // namespace reduce
+
+// A parameter's text as a test name suffix: GoogleTest takes only letters, digits and '_'.
+inline std::string test_identifier(std::string text) {
+  for (char& c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return text;
+}
 
 }  // namespace cujit

@@ -3,7 +3,9 @@
 // LinkableCode -> link -> cubin LinkableCode -> load): format, bytes, a name for messages,
 // whether it needs the NRT device runtime, and the lowered names of the compiles it came
 // from. Built only through factories that check the bytes, so a
-// LinkableCode that exists is structurally sound for its format.
+// LinkableCode that exists is structurally sound for its format. The one exception is a
+// cubin a vendor linker has just returned (detail::LinkableCodeAccess): its format is
+// checked, its structure is the linker's word.
 
 #include <cstdint>
 #include <filesystem>
@@ -14,6 +16,10 @@
 #include "cujit/format.hpp"
 
 namespace cujit {
+
+namespace detail {
+class LinkableCodeAccess;
+}  // namespace detail
 
 /// Raw bytes. std::string is used as the byte container: cheap to build from literals and
 /// files, and every consumer API takes (pointer, size).
@@ -84,6 +90,7 @@ class LinkableCode {
   }
 
  private:
+  friend class detail::LinkableCodeAccess;
   LinkableCode(Format format, Bytes bytes, std::string name)
       : format_(format), bytes_(std::move(bytes)), name_(std::move(name)) {}
 

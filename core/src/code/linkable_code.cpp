@@ -1,5 +1,6 @@
 #include "cujit/linkable_code.hpp"
 
+#include "code/linkable_code_access.hpp"
 #include "cujit/error.hpp"
 #include "support/file_io.hpp"
 
@@ -77,4 +78,16 @@ LinkableCode LinkableCode::from_path(const std::filesystem::path& path) {
   return LinkableCode(*format, std::move(bytes), name);
 }
 
+namespace detail {
+
+LinkableCode LinkableCodeAccess::linker_output(Bytes bytes, std::string name) {
+  if (detect_format(bytes) != Format::cubin) {
+    throw Error(ErrorKind::format, "Linker (reading the linked cubin)",
+                "the linker returned " + std::to_string(bytes.size()) + " bytes for '" + name +
+                    "' that are not a cubin");
+  }
+  return LinkableCode(Format::cubin, std::move(bytes), std::move(name));
+}
+
+}  // namespace detail
 }  // namespace cujit

@@ -51,4 +51,8 @@ std::vector<std::string> duplicate_symbols(std::string_view log) {
   return distinct_symbols(log, {"Multiple definition of", "Linking globals named"});
 }
 
+bool has_error_line(std::string_view log) noexcept {
+  return log.rfind("error", 0) == 0 || log.find("\nerror") != std::string_view::npos;
+}
+
 }  // namespace cujit::detail

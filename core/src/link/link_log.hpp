@@ -27,4 +27,7 @@ std::vector<std::string> unresolved_symbols(std::string_view log);
 // 'g'"); each once, sorted.
 std::vector<std::string> duplicate_symbols(std::string_view log);
 
+// Whether a line of `log` is an error ("error   : ...", as nvJitLink and ptxas write them).
+bool has_error_line(std::string_view log) noexcept;
+
 }  // namespace cujit::detail

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "code/linkable_code_access.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/environment.hpp"
 #include "cujit/error.hpp"
@@ -102,10 +103,24 @@ void check_duplicate_definitions(const std::vector<const LinkableCode*>& inputs,
                   std::move(duplicates));
 }
 
-std::unique_ptr<detail::LinkSession> open_session(LinkerBackend backend,
-                                                  const LinkOptions& options, bool lto) {
+std::unique_ptr<detail::LinkSession> open_session(LinkerBackend backend, const LinkOptions& options,
+                                                  bool lto, const std::vector<const LinkableCode*>& inputs) {
   if (backend == LinkerBackend::driver) return detail::open_driver_session(options.arch, options.flags);
-  return detail::open_nvjitlink_session(options.arch, lto, nvjitlink_option_strings(options, lto));
+  std::vector<Format> formats;
+  for (const LinkableCode* code : inputs) formats.push_back(code->format());
+  return detail::open_nvjitlink_session(options.arch, lto, nvjitlink_option_strings(options, lto),
+                                        detail::stderr_only_errors_possible(formats));
+}
+
+// A step the backend reports as done, with an error in its log, failed: nvJitLink 13.0
+// answers NVJITLINK_SUCCESS to a link where LTO-IR and PTX or a cubin define the same
+// symbol, writing "error   : Multiple definition of ..." into the error log.
+detail::StepStatus judged_by_log(detail::StepStatus step, const std::string& error_log) {
+  if (step.ok && detail::has_error_line(error_log)) {
+    step.ok = false;
+    step.status = "errors in the error log of a step that reported success";
+  }
+  return step;
 }
 
 // The NVTX range of one link, named by its backend: literals, so no formatting per link.
@@ -339,27 +354,29 @@ LinkResult Linker::link() const try {
   const bool lto = options_.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {
                      return carries_ltoir(c->format(), c->bytes());
                    });
-  auto session = open_session(backend_, options_, lto);
+  auto session = open_session(backend_, options_, lto, unique);
   for (const LinkableCode* code : unique) {
+    // The error log accumulates: what an add writes under a success status is judged after
+    // completion, with the whole log, so a successful add reads no log.
     const detail::StepStatus step = session->add(*code);
-    // Logs first, status second: the log is wanted whatever the status.
-    const std::string error_log = session->error_log();
     if (!step.ok) {
       throw_link_error(*session, step, "adding " + describe_input(*code) + " for " +
                                            options_.arch.sm(),
-                       error_log, session->info_log());
+                       session->error_log(), session->info_log());
     }
   }
-  detail::StepStatus step = session->complete();
+  const detail::StepStatus completed = session->complete();
   const std::string error_log = session->error_log();
   const std::string info_log = session->info_log();
+  detail::StepStatus step = judged_by_log(completed, error_log);
   if (!step.ok) throw_link_error(*session, step, what(), error_log, info_log);
   Bytes image;
   step = session->cubin(image);
   if (!step.ok) throw_link_error(*session, step, what() + " (reading the linked cubin)", error_log, info_log);
   const std::string& first = unique.front()->name();
   const std::string stem = first.substr(0, first.rfind('.') == std::string::npos ? first.size() : first.rfind('.'));
-  LinkableCode code = LinkableCode::cubin(std::move(image), (stem.empty() ? "linked" : stem) + ".linked.cubin");
+  LinkableCode code = detail::LinkableCodeAccess::linker_output(
+      std::move(image), (stem.empty() ? "linked" : stem) + ".linked.cubin");
   return LinkResult{std::move(code).set_lowered_names(lowered_names_of(unique)), info_log, backend_,
                     std::move(dropped)};
 } catch (const Error& error) {
