@@ -8,6 +8,7 @@
 #include "cujit/abi.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
+#include "compile/compile_batch.hpp"
 #include "link/compile_sources.hpp"
 #include "link/failure_capture.hpp"
 #include "link/link_log.hpp"
@@ -49,6 +50,14 @@ bool references(const LinkableCode& code, const std::vector<std::string>& ptx_ex
   }
   if (code.format() == Format::ltoir) return false;
   return code.bytes().find(symbol) != std::string::npos;
+}
+
+// What KernelBuilder compiles CUDA C++ with: the link's compile options for `target`, and
+// the builder's headers.
+CompileOptions compile_options(const LinkOptions& link, std::vector<Header> headers, CompileTarget target) {
+  CompileOptions compile = cu_compile_options(link, target);
+  for (Header& header : headers) compile.headers.push_back(std::move(header));
+  return compile;
 }
 
 }  // namespace
@@ -141,9 +150,8 @@ KernelBuilder& KernelBuilder::declare(DeclaredFunction function) {
 // CUDA C++ compiled through the one cached compile, with the kernel's compile options and
 // the headers the builder provides ("cujit/nrt.cuh", "cujit/declarations.cuh").
 LinkableCode KernelBuilder::compile(const LinkableCode& code, CompileTarget target) const {
-  CompileOptions compile = cu_compile_options(options_.link, target);
-  for (Header& header : headers()) compile.headers.push_back(std::move(header));
-  return compile_cached(Program(code.bytes(), code.name()), compile, *cache_).result.code.set_nrt(code.nrt());
+  return compile_cached(Program(code.bytes(), code.name()), compile_options(options_.link, headers(), target), *cache_)
+      .result.code.set_nrt(code.nrt());
 }
 
 KernelBuilder& KernelBuilder::source(LinkableCode code) {
@@ -169,14 +177,17 @@ KernelBuilder& KernelBuilder::link(LinkableCode code) {
 }
 
 nrt::Decision KernelBuilder::decision_for(const LinkSet& set) const {
-  const bool own_references = std::any_of(own_.begin(), own_.end(), [](const LinkableCode& c) {
+  const bool globally_enabled = nrt::enabled();
+  // With NRT off for this kernel nothing else decides: its PTX is not scanned.
+  const bool on = options_.nrt.value_or(globally_enabled);
+  const bool own_references = on && std::any_of(own_.begin(), own_.end(), [](const LinkableCode& c) {
     return c.format() == Format::ptx && nrt::references_nrt(c.bytes());
   });
   // The whole transitive link set counts: own code, explicit items, declared functions'
   // items and provider items that were actually pulled in.
-  const bool any_flagged = std::any_of(set.codes.begin(), set.codes.end(),
-                                       [](const LinkableCode& c) { return c.nrt(); });
-  return nrt::decide(nrt::enabled(), options_.nrt, own_references, any_flagged);
+  const bool any_flagged = on && std::any_of(set.codes.begin(), set.codes.end(),
+                                             [](const LinkableCode& c) { return c.nrt(); });
+  return nrt::decide(globally_enabled, options_.nrt, own_references, any_flagged);
 }
 
 nrt::Decision KernelBuilder::nrt_decision() const {
@@ -197,10 +208,19 @@ class KernelBuilder::Resolver {
       }
     }
     for (const LinkableCode& code : builder.own_) add(code);
-    // External CUDA C++ compiles side by side before anything is scanned.
+    // External CUDA C++ compiles side by side before anything is scanned; what the cache
+    // holds is taken first, so that only misses start threads (link/compile_sources.hpp).
     std::vector<LinkableCode> external = builder.external_;
     const CompileTarget target = cu_compile_target(backend_, lto_);
-    detail::compile_sources(external, [&](const LinkableCode& code) { return builder.compile(code, target); });
+    const CompileOptions options = compile_options(builder.options_.link, builder.headers(), target);
+    detail::compile_sources(
+        external,
+        [&](const LinkableCode& code) -> std::optional<LinkableCode> {
+          std::optional<CachedCompile> hit = detail::find_compiled(Program(code.bytes(), code.name()), options, *builder.cache_);
+          if (!hit) return std::nullopt;
+          return std::move(hit->result.code).set_nrt(code.nrt());
+        },
+        [&](const LinkableCode& code) { return builder.compile(code, target); });
     for (LinkableCode& code : external) add(std::move(code));
     run();
   }
@@ -233,6 +253,12 @@ class KernelBuilder::Resolver {
 
   void run() {
     while (!to_scan_.empty()) {
+      // Scanning only finds declared symbols: with all of them resolved (or none declared)
+      // there is nothing left to find.
+      if (done_.size() == by_symbol_.size()) {
+        to_scan_.clear();
+        return;
+      }
       const LinkableCode scanned = set.codes[to_scan_.front()];
       to_scan_.pop_front();
       const std::vector<std::string> externs =

@@ -1,13 +1,20 @@
 #include "compile/compile_batch.hpp"
 
+#include <atomic>
+
 namespace cujit::detail {
 namespace {
 thread_local CompileBatch* current_batch = nullptr;
+std::atomic<std::size_t> batches{0};
 }  // namespace
 
 CompileBatch::CompileBatch(std::size_t items, std::chrono::milliseconds wait_limit,
                            std::chrono::milliseconds hedge)
-    : items_(items), wait_limit_(wait_limit), hedge_(hedge) {}
+    : items_(items), wait_limit_(wait_limit), hedge_(hedge) {
+  ++batches;
+}
+
+std::size_t CompileBatch::formed() noexcept { return batches.load(); }
 
 CompileBatch::Item::Item(CompileBatch& batch) : batch_(batch), previous_(current_batch) {
   current_batch = &batch;

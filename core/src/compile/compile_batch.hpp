@@ -5,14 +5,27 @@
 // (compile/compile_worker.hpp); but a worker costs a process start and NVRTC's load (25-45
 // ms), more than a small compile, so the first compile of a batch always runs here and the
 // next waits up to `hedge` for it to end before taking a worker. A compile that turns out to
-// be the batch's only one (the others were cache hits) runs here too.
+// be the batch's only one (the others were cache hits) runs here too. Before any of that,
+// each input's stored result is looked for (find_compiled): only the misses form a batch,
+// so a build whose inputs all hit starts no thread and no worker.
 
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
+#include <optional>
+
+#include "cujit/compile_cache.hpp"
 
 namespace cujit::detail {
+
+// What compile_cached(program, options, cache) would return from the cache, when the cache
+// holds a result for the headers as they are now; nullopt otherwise (cache off, nothing
+// stored, a header changed). Looks only: never compiles, never loads NVRTC, takes no lock;
+// counts a hit and nothing else, so that the compile_cached() that follows a miss counts it
+// as it always does.
+std::optional<CachedCompile> find_compiled(const Program& program, const CompileOptions& options,
+                                           BuildCache& cache);
 
 class CompileBatch {
  public:
@@ -42,6 +55,9 @@ class CompileBatch {
 
   // The batch of the calling thread's current Item, or nullptr outside one.
   static CompileBatch* current() noexcept;
+  // How many batches this process has formed: a worker starts only inside one, so none
+  // formed means no worker started (what the tests read).
+  static std::size_t formed() noexcept;
 
   // Called when an input is about to run NVRTC. false: compile here (the caller then holds
   // the batch's in-process slot until it calls finished_here()). That is the answer for the

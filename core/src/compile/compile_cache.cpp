@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "compile/compile_batch.hpp"
 #include "compile/compile_worker.hpp"
 #include "compile/header_manifest.hpp"
 #include "cujit/error.hpp"
@@ -189,6 +190,30 @@ std::optional<CachedCompile> decode(std::string_view payload, const Program& pro
   }
 }
 
+// The result stored for the headers as they are now, if one was (the header manifest under
+// the compile key says which headers, by content, the result's key holds). An entry that
+// does not decode is dropped. `count` as BuildCache::find counts.
+std::optional<CachedCompile> stored_result(const Program& program, const CompileOptions& options, BuildCache& cache,
+                                           const std::string& compile_digest, CacheSource& from,
+                                           BuildCache::Count count) {
+  const CacheKey manifest_at = manifest_key(compile_digest);
+  const auto stored = cache.find(manifest_at, nullptr, BuildCache::Count::nothing);
+  if (!stored) return std::nullopt;
+  const auto manifest = detail::HeaderManifest::decode(*stored);
+  if (!manifest) {
+    cache.drop(manifest_at, "the header manifest of '" + program.name() + "' does not decode");
+    return std::nullopt;
+  }
+  const auto fields = manifest->current_key_fields();
+  if (!fields) return std::nullopt;
+  const CacheKey result_at = result_key(compile_digest, *fields);
+  const auto payload = cache.find(result_at, &from, count);
+  if (!payload) return std::nullopt;
+  auto hit = decode(*payload, program, options, from);
+  if (!hit) cache.drop(result_at, "the compiled result of '" + program.name() + "' does not decode");
+  return hit;
+}
+
 }  // namespace
 
 std::vector<std::string> key_options(const std::vector<std::string>& options) {
@@ -235,27 +260,11 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
     });
     return CachedCompile{std::move(*made), CacheSource::built, {}};
   }
-  const CacheKey compile = compile_key(program, options);
-  const std::string compile_digest = compile.digest();
+  const std::string compile_digest = compile_key(program, options).digest();
   const CacheKey manifest_at = manifest_key(compile_digest);
-  // The result for the headers as they are now, if one was stored.
-  // `count`: the first look counts hits and misses, the second (in the flight) only hits.
-  const auto lookup = [&](CacheSource& from, BuildCache::Count count) -> std::optional<CachedCompile> {
-    const auto stored = cache.find(manifest_at, nullptr, BuildCache::Count::nothing);
-    if (!stored) return std::nullopt;
-    const auto manifest = detail::HeaderManifest::decode(*stored);
-    if (!manifest) {
-      cache.drop(manifest_at, "the header manifest of '" + program.name() + "' does not decode");
-      return std::nullopt;
-    }
-    const auto fields = manifest->current_key_fields();
-    if (!fields) return std::nullopt;
-    const CacheKey result_at = result_key(compile_digest, *fields);
-    const auto payload = cache.find(result_at, &from, count);
-    if (!payload) return std::nullopt;
-    auto hit = decode(*payload, program, options, from);
-    if (!hit) cache.drop(result_at, "the compiled result of '" + program.name() + "' does not decode");
-    return hit;
+  // The first look counts hits and misses, the second (in the flight) only hits.
+  const auto lookup = [&](CacheSource& from, BuildCache::Count count) {
+    return stored_result(program, options, cache, compile_digest, from, count);
   };
   CacheSource from = CacheSource::built;
   if (auto hit = lookup(from, BuildCache::Count::hit)) return std::move(*hit);
@@ -309,4 +318,14 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
   return std::move(*made);
 }
 
+namespace detail {
+
+std::optional<CachedCompile> find_compiled(const Program& program, const CompileOptions& options, BuildCache& cache) {
+  if (cache.config().mode == CacheMode::off) return std::nullopt;
+  CacheSource from = CacheSource::built;
+  return stored_result(program, options, cache, compile_key(program, options).digest(), from,
+                       BuildCache::Count::retry);
+}
+
+}  // namespace detail
 }  // namespace cujit

@@ -7,10 +7,18 @@
 #include <vector>
 
 namespace cujit::detail {
+namespace {
+std::atomic<std::size_t> started{0};
+}  // namespace
+
+std::size_t threads_started() noexcept { return started.load(); }
 
 std::size_t concurrency_for(std::size_t count) noexcept {
-  const std::size_t hardware = std::max<std::size_t>(1, std::thread::hardware_concurrency());
-  return std::max<std::size_t>(1, std::min(count, hardware));
+  if (count < 2) return 1;  // no question to ask the system
+  // Read once, on the first call that needs it: glibc reads /sys/devices/system/cpu/online
+  // on every call.
+  static const std::size_t hardware = std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  return std::min(count, hardware);
 }
 
 void run_concurrently(std::size_t count, const std::function<void(std::size_t)>& work) {
@@ -27,7 +35,10 @@ void run_concurrently(std::size_t count, const std::function<void(std::size_t)>&
     }
   };
   std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < concurrency_for(count); ++t) helpers.emplace_back(worker);
+  for (std::size_t t = 1; t < concurrency_for(count); ++t) {
+    helpers.emplace_back(worker);
+    ++started;
+  }
   worker();
   for (std::thread& helper : helpers) helper.join();
   for (const std::exception_ptr& failure : failures) {
