@@ -529,7 +529,10 @@ ReadOutcome DiskCache::read(const std::string& key, std::string& payload, std::s
   if (const std::string why = entry_problem(key, bytes, payload_at); !why.empty()) return corrupt(why);
   bytes.erase(0, payload_at);
   payload = std::move(bytes);
-  ::futimens(fd.get(), nullptr);  // LRU clock
+  // The LRU clock, moved only when it is a grain behind (or ahead, a clock set back): a hit
+  // on an entry used moments ago writes nothing.
+  const std::int64_t age = now_ns() - ns_of(info.st_mtim);
+  if (age < 0 || age >= lru_grain().count() * ns_per_s) ::futimens(fd.get(), nullptr);
   return ReadOutcome::hit;
 }
 
@@ -545,7 +548,9 @@ bool DiskCache::make_room(std::uint64_t incoming, WalkReport& report) const {
   if (total + incoming > max_bytes_) {
     std::sort(entries.begin(), entries.end(),
               [](const WalkedFile* a, const WalkedFile* b) { return a->used_ns() < b->used_ns(); });
-    const std::int64_t recent = now - protect_recent_.count() * ns_per_s;
+    // A hit moves an entry's time only once per grain: one read within protect_recent may
+    // show as up to a grain earlier, and is protected all the same.
+    const std::int64_t recent = now - (protect_recent_ + lru_grain()).count() * ns_per_s;
     for (const WalkedFile* entry : entries) {
       if (total + incoming <= max_bytes_ || entry->used_ns() >= recent) break;  // sorted: the rest are recent
       std::string problem;

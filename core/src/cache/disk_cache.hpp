@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -99,8 +100,8 @@ class DiskCache {
   std::string open();
 
   std::filesystem::path entry_path(const std::string& key) const;
-  // A hit refreshes the entry's modification time (the LRU clock). A corrupt entry is
-  // removed and reported as such.
+  // A hit refreshes the entry's modification time (the LRU clock) when it is lru_grain() or
+  // more behind. A corrupt entry is removed and reported as such.
   ReadOutcome read(const std::string& key, std::string& payload, std::string& problem) const;
   // Writes the entry under the directory's write lock, after making room for it: the total
   // of entries and temporary files never exceeds the cap. Least recently used entries go
@@ -116,6 +117,12 @@ class DiskCache {
   // Removes every entry and stale temporary file.
   WalkReport clear() const;
   const std::filesystem::path& directory() const noexcept { return directory_; }
+  // How far behind a hit lets an entry's time be before it moves it: a minute, or half of
+  // protect_recent when that is shorter (eviction protects entries used within protect_recent
+  // plus this grain, so no entry read within protect_recent is evicted).
+  std::chrono::seconds lru_grain() const noexcept {
+    return std::min<std::chrono::seconds>(std::chrono::seconds(60), protect_recent_ / 2);
+  }
 
  private:
   // errno to inject for an operation, or 0 (see CacheConfig::fault).
