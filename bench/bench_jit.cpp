@@ -7,7 +7,10 @@
 // an earlier iteration is reused. Warm-up: one untimed run per benchmark first (it loads
 // the libraries and pages in their code), except for the new-process figures, whose point
 // is that nothing is warm.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "cujit/device.hpp"
@@ -149,6 +152,24 @@ void kernel_link_memory_hit_new_builder(benchmark::State& state, const JitScenar
   share.finish(state);
 }
 
+// A new process asking a disk cache another process filled: from BuildCache's construction
+// to the LinkedKernel (the GPU figure, bench_jit_gpu.cpp's kernel_build/disk_hit_new_process,
+// adds the module load). Timed inside the child, so the process start is not in it.
+std::string prepared_disk_dir(const JitScenario& scenario) {
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("cujit-bench-cache-" + std::to_string(::getpid()) + "-" + scenario.name);
+  BuildCache cache(cache_config(CacheMode::disk, dir));
+  (void)cujit_link(scenario, cache, arch);
+  return dir;
+}
+
+void kernel_link_disk_hit_new_process(benchmark::State& state, const JitScenario* scenario) {
+  const std::string dir = prepared_disk_dir(*scenario);
+  for (auto _ : state) state.SetIterationTime(std::stod(run_self({"kernel_disk_hit", scenario->name, dir})));
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
 // ---- k independent CUDA C++ inputs --------------------------------------------------------
 
 constexpr int multi_k = 4;
@@ -203,9 +224,14 @@ void register_all() {
   const int reps = repetitions(9);
   const int compile_iterations = quick() ? 2 : 5;
   for (const JitScenario& scenario : jit_scenarios()) {
+    const JitScenario* s = &scenario;
+    // Every scenario, quick mode too: a few milliseconds a process, and the scenarios with
+    // extra sources (external_cu, nrt) are the ones whose hit path costs most.
+    benchmark::RegisterBenchmark(("cujit/kernel_link/" + s->name + "/disk_hit_new_process").c_str(),
+                                 kernel_link_disk_hit_new_process, s)
+        ->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(reps)->UseManualTime();
     // Quick mode (CI, seconds): the smallest scenario and the LTO one.
     if (quick() && scenario.name != "tiny" && scenario.name != "ltoir_operator") continue;
-    const JitScenario* s = &scenario;
     for (CompileTarget target : {CompileTarget::ptx, CompileTarget::ltoir, CompileTarget::cubin}) {
       if (quick() && target != CompileTarget::ptx) continue;
       const std::string suffix = "nvrtc/" + s->name + "/" + std::string(to_string(target));
@@ -240,8 +266,22 @@ void register_all() {
       ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
 }
 
-// The child prints one number: seconds for the first link in this process.
+// A disk hit in this new process: BuildCache over the prepared directory to the LinkedKernel.
+int disk_hit_child(const std::string& name, const std::string& dir) {
+  const JitScenario& scenario = jit_scenario(name);
+  const auto start = Clock::now();
+  BuildCache cache(cache_config(CacheMode::disk, dir));
+  const std::shared_ptr<const LinkedKernel> linked = scenario_builder(scenario, cache, arch).link_shared();
+  const double seconds = seconds_since(start);
+  if (linked->source != CacheSource::disk || linked->link.code.bytes().empty()) return 1;
+  std::printf("%.9f\n", seconds);
+  return 0;
+}
+
+// The child prints one number: seconds for the first link (first_call) or the disk hit
+// (kernel_disk_hit) in this process.
 int child(const ChildArguments& arguments) {
+  if (arguments.size() == 3 && arguments[0] == "kernel_disk_hit") return disk_hit_child(arguments[1], arguments[2]);
   if (arguments.size() != 2 || arguments[0] != "first_call") return 2;
   // Create the context first, as any CUDA program does, so the figure is the link's and
   // not the driver's start-up.
