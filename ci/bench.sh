@@ -13,6 +13,8 @@
 # Files are named <executable>-<state>.json, the state being what the run record says:
 # "cold" (CUDA_CACHE_DISABLE=1: NVRTC's, nvJitLink's and the driver's own caches off, as on a
 # fresh CI machine) or "vendor-cache-warm" (those caches on, as on a developer's machine).
+# CUJIT_FIRST_RESULT_ROUNDS sets the rounds of exec to first result (default 21; more rounds
+# narrow the interval of its ratio).
 # CUJIT_BENCH_ONLY (executable names) and CUJIT_BENCH_STATES narrow a full run, so that it
 # can be split over several calls. bench_jit runs one process per family (the table below;
 # CUJIT_BENCH_FAMILIES names some of them), each into parts/bench_jit-<state>.<family>.json,
@@ -135,6 +137,7 @@ case "$mode" in
     # Exec to first result, caches warm by construction (its setup fills them).
     if wanted first_result; then
       "$python" bench/first_result/run.py --build "$build" --out "$out/first_result-vendor-cache-warm.json" \
+        ${CUJIT_FIRST_RESULT_ROUNDS:+--rounds "$CUJIT_FIRST_RESULT_ROUNDS"} \
         > "$out/first_result.log" 2>&1 || { echo "cujit bench: first_result failed ($out/first_result.log)" >&2; status=1; }
     fi
     ;;

@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "cujit/format.hpp"
 
@@ -56,8 +58,16 @@ class LinkableCode {
 
   /// The format the bytes were checked as.
   Format format() const noexcept { return format_; }
-  /// The code itself.
-  const Bytes& bytes() const noexcept { return bytes_; }
+  /// The code itself. Copies of a LinkableCode share these bytes (they never change), so
+  /// copying one (into a Linker, a Module, a cache result) copies no code.
+  const Bytes& bytes() const& noexcept { return bytes_ ? *bytes_ : no_bytes(); }
+  /// The code itself, out of a LinkableCode about to go: moved when no copy shares it
+  /// (`linker.link().code.bytes()` copies no cubin), copied otherwise.
+  Bytes bytes() && {
+    if (!bytes_) return {};
+    if (bytes_.use_count() == 1) return std::move(*bytes_);
+    return *bytes_;
+  }
   /// The given name or path, used in every message about this code (may be empty).
   const std::string& name() const noexcept { return name_; }
 
@@ -92,10 +102,14 @@ class LinkableCode {
  private:
   friend class detail::LinkableCodeAccess;
   LinkableCode(Format format, Bytes bytes, std::string name)
-      : format_(format), bytes_(std::move(bytes)), name_(std::move(name)) {}
+      : format_(format), bytes_(std::make_shared<Bytes>(std::move(bytes))), name_(std::move(name)) {}
+  // What a moved-from LinkableCode reads as.
+  static const Bytes& no_bytes() noexcept;
 
   Format format_;
-  Bytes bytes_;
+  // Never null but in a moved-from object; never changed once made (bytes() && takes them
+  // only from their sole owner).
+  std::shared_ptr<Bytes> bytes_;
   std::string name_;
   bool nrt_ = false;
   std::map<std::string, std::string> lowered_;

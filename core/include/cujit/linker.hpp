@@ -112,7 +112,7 @@ class Linker {
   const std::vector<LinkableCode>& inputs() const noexcept { return inputs_; }
 
  private:
-  void check_target_arch(const LinkableCode& code, const std::string& component) const;
+  void check_target_arch(const LinkableCode& code, const char* component) const;
 
   LinkOptions options_;
   LinkerBackend backend_;

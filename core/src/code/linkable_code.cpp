@@ -32,6 +32,11 @@ void check_bytes(Format format, std::string_view bytes, const std::string& name,
 
 }  // namespace
 
+const Bytes& LinkableCode::no_bytes() noexcept {
+  static const Bytes none;
+  return none;
+}
+
 LinkableCode LinkableCode::from_bytes(Format format, Bytes bytes, std::string name) {
   check_bytes(format, bytes, name, from_bytes_component);
   return LinkableCode(format, std::move(bytes), std::move(name));

@@ -13,6 +13,7 @@
 #include "link/defined_symbols.hpp"
 #include "link/failure_capture.hpp"
 #include "link/link_log.hpp"
+#include "compile/compile_batch.hpp"
 #include "link/compile_sources.hpp"
 #include "link/link_session.hpp"
 #include "link/nvjitlink_api.hpp"
@@ -175,7 +176,7 @@ Linker& Linker::operator=(Linker&&) noexcept = default;
 // Code built for one architecture refused for another, the same way on both backends: the
 // driver linker alone would accept sm_90a PTX for sm_90, and nvJitLink says only "bad
 // input" for a cubin of another architecture.
-void Linker::check_target_arch(const LinkableCode& code, const std::string& component) const {
+void Linker::check_target_arch(const LinkableCode& code, const char* component) const {
   const Arch& target = options_.arch;
   if (code.format() == Format::cubin) {
     const auto sm = cubin_sm_number(code.bytes());
@@ -221,7 +222,7 @@ LinkableCode compile_for_link(LinkableCode code, const LinkOptions& options,
 
 Linker& Linker::add(LinkableCode code) {
   code = compile_for_link(std::move(code), options_, backend_, *cache_);
-  const std::string component = "Linker::add (" + std::string(to_string(backend_)) + ")";
+  const char* component = backend_ == LinkerBackend::driver ? "Linker::add (driver)" : "Linker::add (nvjitlink)";
   if (backend_ == LinkerBackend::driver && carries_ltoir(code.format(), code.bytes()) &&
       (code.format() == Format::ltoir || needs_lto(code.format(), code.bytes()))) {
     throw Error(ErrorKind::unsupported, component,
@@ -241,9 +242,16 @@ Linker& Linker::add(LinkableCode code) {
 }
 
 Linker& Linker::add_all(std::vector<LinkableCode> codes) {
-  detail::compile_sources(codes, [&](const LinkableCode& code) {
-    return compile_for_link(code, options_, backend_, *cache_);
-  });
+  // What the cache holds is taken first, so that only misses start threads.
+  const CompileOptions compile = cu_compile_options(options_, cu_compile_target(backend_, options_.lto));
+  detail::compile_sources(
+      codes,
+      [&](const LinkableCode& code) -> std::optional<LinkableCode> {
+        std::optional<CachedCompile> hit = detail::find_compiled(Program(code.bytes(), code.name()), compile, *cache_);
+        if (!hit) return std::nullopt;
+        return std::move(hit->result.code).set_nrt(code.nrt());
+      },
+      [&](const LinkableCode& code) { return compile_for_link(code, options_, backend_, *cache_); });
   for (LinkableCode& code : codes) add(std::move(code));
   return *this;
 }

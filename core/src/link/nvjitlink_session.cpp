@@ -52,7 +52,8 @@ void run_step_hook(const char* call, const void* data, std::size_t size) {
 class NvJitLinkSession final : public LinkSession {
  public:
   NvJitLinkSession(const Arch& arch, bool lto, const std::vector<std::string>& extra, bool watch_stderr)
-      : tap_scope_(watch_stderr ? std::make_unique<StderrTapScope>() : nullptr) {
+      : tap_scope_(watch_stderr ? std::make_unique<StderrTapScope>() : nullptr),
+        tag_(watch_stderr ? unique_stderr_tag() : std::string()) {
     std::vector<std::string> options{"-arch=" + arch.sm()};
     if (lto) options.emplace_back("-lto");
     options.insert(options.end(), extra.begin(), extra.end());
@@ -173,7 +174,7 @@ class NvJitLinkSession final : public LinkSession {
   // vendor's cache answers).
   std::unique_ptr<StderrTapScope> tap_scope_;
   nvJitLinkHandle handle_ = nullptr;
-  std::string tag_ = unique_stderr_tag();
+  std::string tag_;  // marks this session's input names on stderr; empty when not watching
   std::deque<std::string> names_;  // stable addresses: see add()
   std::string stderr_messages_;
 };
