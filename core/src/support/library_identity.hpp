@@ -2,27 +2,45 @@
 // The identity of a shared library in use, for cache keys: which exact file the process
 // loaded, not the version its API reports (NVRTC and nvJitLink report major.minor only,
 // and two patch releases of one minor can produce different code).
+//
+// Every identity reaches the first cache hit of a new process, so each path is resolved
+// and each file read with stat(2) once per process, and the library never loaded.
 
+#include <sys/stat.h>
+
+#include <cstddef>
+#include <optional>
 #include <string>
-#include <vector>
 
 namespace cujit::detail {
+
+// A file named by path, as dlopen would open it: its real path (symbolic links resolved;
+// the path as given when that fails) and its status, or none when it names nothing.
+// Resolved once per path and process: later calls answer from memory.
+struct ResolvedFile {
+  std::string path;
+  std::optional<struct stat> status;
+};
+ResolvedFile resolve_file(const std::string& path);
 
 // "path=<real path>;size=<bytes>;mtime=<ns>" of the shared object that holds `symbol`
 // (found with dladdr), or "unknown:<reason>" when it cannot be found. Statically linked
 // code reports the executable. Cheap after the first call per object.
 std::string library_identity(const void* symbol);
 
-// The same description for files next to that shared object whose names start with
-// `prefix` (NVRTC loads libnvrtc-builtins.so.* from its own directory at compile time),
-// sorted by name.
-std::vector<std::string> sibling_library_identities(const void* symbol, const std::string& prefix);
-
-// The same two descriptions for a library file named by path, before (or without) loading
-// it: the path is resolved to the real file first, as dlopen resolves it, so the result is
-// the one library_identity gives once that file is loaded. "unknown:..." when it cannot be
-// resolved.
+// The same description of a resolved file ("unknown:stat failed for <path>" without a
+// status), then, when `siblings` is not null, "; " and the description of each regular file
+// beside it whose name starts with `siblings` (NVRTC loads libnvrtc-builtins.so.* from its
+// own directory at compile time), in order of name, each "; "-separated. For a file named
+// by path before (or without) loading it, the result is the one the loaded library gives.
+std::string file_identity(const ResolvedFile& file, const char* siblings);
+std::string library_identity(const void* symbol, const char* siblings);
+// file_identity(resolve_file(path), nullptr).
 std::string file_identity(const std::string& path);
-std::vector<std::string> sibling_file_identities(const std::string& path, const std::string& prefix);
+
+// How many paths this process resolved and files it read the status of for identities:
+// tests check that each is done once.
+std::size_t identity_paths_resolved() noexcept;
+std::size_t identity_files_stated() noexcept;
 
 }  // namespace cujit::detail

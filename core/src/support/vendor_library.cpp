@@ -1,7 +1,6 @@
 #include "support/vendor_library.hpp"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
 
 #include "cujit/environment.hpp"
 #include "support/library_identity.hpp"
@@ -16,17 +15,12 @@ std::string dl_reason() {
 
 std::string describe(const LibraryRequest& request) { return "'" + request.path + "' (" + request.origin + ")"; }
 
-std::string with_siblings(std::string identity, const std::vector<std::string>& siblings) {
-  for (const std::string& sibling : siblings) identity += "; " + sibling;
-  return identity;
-}
-
 }  // namespace
 
 LibraryRequest choose_library(const VendorLibrarySpec& spec) {
   if (auto path = environment::absolute_path(spec.variable)) return {*path, spec.variable};
-  struct stat info {};
-  if (::stat(spec.built_path, &info) == 0) return {spec.built_path, "the toolkit cujit was built with"};
+  // Resolved here, once: the identity (requested_file_identity) reads the same answer.
+  if (resolve_file(spec.built_path).status) return {spec.built_path, "the toolkit cujit was built with"};
   return {spec.soname, std::string("the loader's search; ") + spec.built_path + " is gone"};
 }
 
@@ -55,15 +49,13 @@ void* OpenedLibrary::symbol(const VendorLibrarySpec& spec, const LibraryRequest&
 }
 
 std::string requested_file_identity(const VendorLibrarySpec& spec, const LibraryRequest& request) {
-  struct stat info {};
-  if (request.path.empty() || request.path.front() != '/' || ::stat(request.path.c_str(), &info) != 0) return {};
-  return with_siblings(file_identity(request.path),
-                       spec.siblings ? sibling_file_identities(request.path, spec.siblings) : std::vector<std::string>{});
+  if (request.path.empty() || request.path.front() != '/') return {};
+  const ResolvedFile file = resolve_file(request.path);
+  return file.status ? file_identity(file, spec.siblings) : std::string();
 }
 
 std::string loaded_library_identity(const VendorLibrarySpec& spec, const void* symbol) {
-  return with_siblings(library_identity(symbol), spec.siblings ? sibling_library_identities(symbol, spec.siblings)
-                                                               : std::vector<std::string>{});
+  return library_identity(symbol, spec.siblings);
 }
 
 }  // namespace cujit::detail

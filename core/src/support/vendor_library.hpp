@@ -79,10 +79,14 @@ class LazyLibrary {
   }
 
   // The requested file's identity without loading it when it is a path that exists, else
-  // the loaded library's, found through the entry `entry` picks.
-  std::string identity(const void* (*entry)(const Api&)) {
-    if (std::string named = requested_file_identity(spec_, request()); !named.empty()) return named;
-    return loaded_library_identity(spec_, entry(api()));
+  // the loaded library's, found through the entry `entry` picks. Computed once (a failure
+  // to load is thrown, and tried again by the next call).
+  const std::string& identity(const void* (*entry)(const Api&)) {
+    std::call_once(identity_once_, [this, entry] {
+      identity_ = requested_file_identity(spec_, request());
+      if (identity_.empty()) identity_ = loaded_library_identity(spec_, entry(api()));
+    });
+    return identity_;
   }
 
  private:
@@ -104,8 +108,9 @@ class LazyLibrary {
   const VendorLibrarySpec spec_;
   const VendorLibrary vendor_;
   const Resolve resolve_;
-  std::once_flag request_once_, load_once_;
+  std::once_flag request_once_, load_once_, identity_once_;
   LibraryRequest request_;
+  std::string identity_;
   Api api_;
   std::optional<Error> failure_;
 };
