@@ -323,10 +323,26 @@ int multiprocessors() {
   return count;
 }
 
-std::uint64_t tiles_grid(std::uint64_t n) {
+// Whole tiles a block folds per step (the device's cujit_tiles_per_step): 4 for 1-byte
+// items, 2 for 2-byte ones, else 1.
+std::uint64_t tiles_per_step(std::size_t item_size) {
+  const std::uint64_t tile_bytes = std::uint64_t{items_per_thread} * item_size;
+  return tile_bytes >= 64 ? 1 : 64 / tile_bytes;
+}
+
+// Blocks of the tiles kernel: a block per tile up to one per multiprocessor, then one per
+// step's worth of tiles, at most a full wave. A block with a single tile of small items
+// holds too few loads in flight to stream: at n = 2^22 (H100), int8 took 4.4 us in 1024
+// blocks of one 4 KiB tile against CUB's 3.6 us, and 3.8 us in 256 blocks of one 4-tile
+// step. Below a block per multiprocessor, more blocks win: grouping 2^16 and 2^18 int8 into
+// steps took them from 94% of CUB's speed to 90%.
+std::uint64_t tiles_grid(std::uint64_t n, std::size_t item_size) {
   const std::uint64_t tiles = (n + tile_items - 1) / tile_items;
-  const std::uint64_t most = std::uint64_t(multiprocessors()) * blocks_per_multiprocessor;
-  return std::min(tiles, most);
+  const std::uint64_t per_step = tiles_per_step(item_size);
+  const std::uint64_t sms = static_cast<std::uint64_t>(multiprocessors());
+  const std::uint64_t most = sms * blocks_per_multiprocessor;
+  const std::uint64_t blocks = std::max(std::min(tiles, sms), (tiles + per_step - 1) / per_step);
+  return std::min(blocks, most);
 }
 
 // The cubin's kernels, loaded where a device is present.
@@ -521,7 +537,7 @@ ReduceBuild build_reduce(const ReduceSpec& spec, BuildCache& cache) {
 
 Launch launch_for(const ReduceBuild& build, std::uint64_t n) {
   if (n <= build.single_pass_limit) return Launch{true, 1};
-  return Launch{false, tiles_grid(n)};
+  return Launch{false, tiles_grid(n, build.input_size)};
 }
 
 std::size_t temp_bytes(const ReduceBuild& build, std::uint64_t n) {
