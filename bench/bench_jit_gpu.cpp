@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <algorithm>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <utility>
@@ -54,7 +56,8 @@ std::string cujit_load(LinkableCode code, const JitScenario& scenario) {
 // The raw floor of Module::load + Module::kernel: the same driver calls with the same
 // options (JIT log buffers, the binary preserved, the library loaded into the context,
 // the kernel's function in this context), without cujit's checks or its parameter table.
-std::string raw_load(const std::string& cubin, const std::string& kernel_name) {
+// `kept`: where to hand the loaded library instead of unloading it (a child that exits).
+std::string raw_load(const std::string& cubin, const std::string& kernel_name, CUlibrary* kept = nullptr) {
   constexpr std::size_t log_capacity = 1 << 14;
   std::string info(log_capacity, '\0');
   std::string error(log_capacity, '\0');
@@ -76,7 +79,11 @@ std::string raw_load(const std::string& cubin, const std::string& kernel_name) {
       cuKernelGetFunction(&function, kernel) == CUDA_SUCCESS) {
     summary = function_summary(function);
   }
-  if (library != nullptr) cuLibraryUnload(library);
+  if (kept != nullptr) {
+    *kept = library;
+  } else if (library != nullptr) {
+    cuLibraryUnload(library);
+  }
   return summary;
 }
 
@@ -184,6 +191,25 @@ void kernel_disk_hit_new_process(benchmark::State& state, const JitScenario* sce
   std::filesystem::remove_all(dir, ignored);
 }
 
+// The floor of the load part of a new-process disk hit: a new process (context first, as
+// above) that reads the very cubin cujit's cache holds from a file and makes its kernel
+// launchable with the raw calls raw_load makes. What the driver costs the first time a
+// process loads this code, which no JIT layer can take away.
+void raw_load_new_process(benchmark::State& state, const JitScenario* scenario) {
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("cujit-bench-gpu-raw-" + std::to_string(::getpid()) + "-" + scenario->name);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/linked.cubin";
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    const LinkableCode cubin = cujit_cubin(*scenario);
+    out.write(cubin.bytes().data(), static_cast<std::streamsize>(cubin.bytes().size()));
+  }
+  for (auto _ : state) state.SetIterationTime(std::stod(run_self({"raw_load", scenario->kernel, path})));
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
 void register_all() {
   if (skip_without_device("jit_gpu")) return;
   use_device(0);
@@ -205,13 +231,31 @@ void register_all() {
     benchmark::RegisterBenchmark(("cujit/kernel_build/" + s->name + "/disk_hit_new_process").c_str(),
                                  kernel_disk_hit_new_process, s)
         ->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(reps)->UseManualTime();
+    benchmark::RegisterBenchmark(("raw/module_load_new_process/" + s->name).c_str(), raw_load_new_process, s)
+        ->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(reps)->UseManualTime();
   }
 }
 
 // A new process: context first (any CUDA program's start-up), then time the build from
 // the disk cache to a launchable kernel. Prints both seconds: to launchable, and to the
 // LinkedKernel (before the module load).
+int raw_load_child(const std::string& kernel_name, const std::string& path) {
+  use_device(0);
+  const auto start = Clock::now();
+  std::ifstream in(path, std::ios::binary | std::ios::ate);  // one read, sized first
+  std::string cubin(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  in.read(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+  CUlibrary library = nullptr;  // left loaded, as the cujit child leaves its module
+  const std::string summary = raw_load(cubin, kernel_name, &library);
+  const double seconds = seconds_since(start);
+  if (cubin.empty() || summary == "raw load failed") return 1;
+  std::printf("%.9f\n", seconds);
+  return 0;
+}
+
 int child(const ChildArguments& arguments) {
+  if (arguments.size() == 3 && arguments[0] == "raw_load") return raw_load_child(arguments[1], arguments[2]);
   if (arguments.size() != 3 || arguments[0] != "kernel_disk_hit") return 2;
   const std::string& name = arguments[1];
   const std::string& dir = arguments[2];
