@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 REGION = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->)(?P<body>.*?)(<!-- /figures -->)", re.S)
 REDUCE_RESULTS = "docs/results/2026-11-24-h100-issue15/reduce"
 BEFORE_MEMO_RESULTS = "docs/results/2026-11-24-h100"
-TEST_COUNTS = "docs/results/2026-11-24-cpu-test-counts.json"
+TEST_COUNTS = "docs/results/2026-11-26-cpu-test-counts.json"
 
 
 def significant(value, digits=3):
