@@ -20,16 +20,10 @@ namespace {
 
 constexpr const char* component = "reduce";
 constexpr unsigned block_size = 256;
+constexpr unsigned items_per_thread = 16;
+constexpr std::uint64_t tile_items = std::uint64_t{block_size} * items_per_thread;
 constexpr unsigned blocks_per_multiprocessor = 8;
-
-// Items a thread folds per tile: 16, or 8 for 8-byte items, so that a tile of a 4- or
-// 8-byte type is 16 KiB (64 bytes of loads per thread, as CUB's int32 tiles). With 16
-// 8-byte items a tile was 32 KiB: at n = 2^18, 64 blocks on 132 multiprocessors, where CUB's
-// 2048-item tiles ran 128 (uint64 at 89.5% of CUB's speed).
-unsigned items_per_thread(std::size_t item_size) { return item_size >= 8 ? 8 : 16; }
-
-// One block (the tiles kernel, single pass) takes n up to this many tiles (8192 items, 4096
-// of 8-byte items); two
+// One block (the tiles kernel, single pass) takes n up to this many tiles (8192 items); two
 // passes above. Why two tiles, on the H100 (132 SMs): a kernel costs about 1.3-1.4 us of
 // GPU time before it reads anything (reduce_into's two kernels at n = 1024 took 2.76 us
 // against CUB's single-tile 1.61 us), and one block pays about one memory round trip per
@@ -290,7 +284,7 @@ std::string generate_source(const ReduceSpec& spec, const OperatorCode& op) {
   s += "__device__ __forceinline__ cujit_acc_t cujit_apply(cujit_acc_t a, cujit_acc_t b) { return " +
        op.symbol + "(a, b); }\n";
   s += "enum : unsigned { cujit_block = " + std::to_string(block_size) + ", cujit_items = " +
-       std::to_string(items_per_thread(spec.input.size())) + ", cujit_warps = cujit_block / 32 };\n";
+       std::to_string(items_per_thread) + ", cujit_warps = cujit_block / 32 };\n";
   return s + kernels_source;
 }
 
@@ -332,7 +326,7 @@ int multiprocessors() {
 // Whole tiles a block folds per step (the device's cujit_tiles_per_step): 4 for 1-byte
 // items, 2 for 2-byte ones, else 1.
 std::uint64_t tiles_per_step(std::size_t item_size) {
-  const std::uint64_t tile_bytes = std::uint64_t{items_per_thread(item_size)} * item_size;
+  const std::uint64_t tile_bytes = std::uint64_t{items_per_thread} * item_size;
   return tile_bytes >= 64 ? 1 : 64 / tile_bytes;
 }
 
@@ -343,7 +337,6 @@ std::uint64_t tiles_per_step(std::size_t item_size) {
 // step. Below a block per multiprocessor, more blocks win: grouping 2^16 and 2^18 int8 into
 // steps took them from 94% of CUB's speed to 90%.
 std::uint64_t tiles_grid(std::uint64_t n, std::size_t item_size) {
-  const std::uint64_t tile_items = std::uint64_t{block_size} * items_per_thread(item_size);
   const std::uint64_t tiles = (n + tile_items - 1) / tile_items;
   const std::uint64_t per_step = tiles_per_step(item_size);
   const std::uint64_t sms = static_cast<std::uint64_t>(multiprocessors());
@@ -453,12 +446,12 @@ ReduceBuild link_reduce(const ReduceSpec& spec, BuildCache& cache) {
   return ReduceBuild{.code = std::move(linked.result.code),
                      .tiles_kernel = tiles_kernel_name,
                      .final_kernel = final_kernel_name,
-                     .single_pass_limit = single_pass_tiles * block_size * items_per_thread(spec.input.size()),
+                     .single_pass_limit = single_pass_tiles * tile_items,
                      .accumulator_size = spec.accumulator.size(),
                      .input_size = spec.input.size(),
                      .output_size = spec.output.size(),
                      .block_size = block_size,
-                     .items_per_thread = items_per_thread(spec.input.size()),
+                     .items_per_thread = items_per_thread,
                      .source = linked.source,
                      .key = std::move(linked.key),
                      .module = nullptr,
