@@ -162,6 +162,18 @@ class DiskHitPath : public ::testing::Test {
   }
   fs::path cache_dir() const { return dir_.path() / "cache"; }
 
+  // Builds from the disk cache `processes` times, each with a cache of its own (as that many
+  // processes would), and puts in `seen` what happened meanwhile to the `stored` entries.
+  void watch_disk_hits(const std::map<std::string, fs::path>& stored, int processes, Seen& seen) {
+    FileEvents events(stored);
+    ASSERT_TRUE(events.usable()) << "inotify: " << std::strerror(errno);
+    for (int process = 0; process < processes; ++process) {
+      BuildCache cache(test::disk_cache_at(cache_dir()));
+      EXPECT_EQ(build(cache, tag_)->source, CacheSource::disk) << "process " << process;
+    }
+    seen = events.read();
+  }
+
   test::TempDir dir_;
   const std::string tag_ = std::to_string(::getpid());
 };
@@ -185,20 +197,15 @@ TEST_F(DiskHitPath, AWarmBuildOpensEachEntryOnceAndWritesNone) {
   // The kernel's source, its two inputs and the NRT library (a header manifest and a
   // result each), and the link.
   ASSERT_EQ(stored.size(), 9u);
-  FileEvents events(stored);
-  ASSERT_TRUE(events.usable()) << "inotify: " << std::strerror(errno);
-  {
-    BuildCache cache(test::disk_cache_at(cache_dir()));
-    EXPECT_EQ(build(cache, tag_)->source, CacheSource::disk);
-    const Seen seen = events.read();
-    for (const auto& [name, path] : stored) {
-      EXPECT_EQ(times(seen, name, IN_OPEN), 1) << name << ": opened once";
-      // Written moments ago: within the LRU grain, a hit leaves its time alone.
-      EXPECT_EQ(times(seen, name, IN_ATTRIB), 0) << name << " had its time moved";
-      EXPECT_EQ(times(seen, name, IN_MODIFY), 0) << name << " was written";
-    }
-    for (const auto& file : seen) EXPECT_EQ(times(seen, file.first, IN_CREATE), 0) << file.first << " was created";
+  Seen seen;
+  ASSERT_NO_FATAL_FAILURE(watch_disk_hits(stored, 1, seen));
+  for (const auto& [name, path] : stored) {
+    EXPECT_EQ(times(seen, name, IN_OPEN), 1) << name << ": opened once";
+    // Written moments ago: within the LRU grain, a hit leaves its time alone.
+    EXPECT_EQ(times(seen, name, IN_ATTRIB), 0) << name << " had its time moved";
+    EXPECT_EQ(times(seen, name, IN_MODIFY), 0) << name << " was written";
   }
+  for (const auto& file : seen) EXPECT_EQ(times(seen, file.first, IN_CREATE), 0) << file.first << " was created";
 }
 
 TEST_F(DiskHitPath, AnEntryUsedLongAgoHasItsTimeMovedByTheFirstHitOnly) {
@@ -208,13 +215,8 @@ TEST_F(DiskHitPath, AnEntryUsedLongAgoHasItsTimeMovedByTheFirstHitOnly) {
   old[0].tv_sec -= 2 * 3600;
   old[1] = old[0];
   for (const auto& [name, path] : stored) ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), old, 0), 0) << path;
-  FileEvents events(stored);
-  ASSERT_TRUE(events.usable()) << "inotify: " << std::strerror(errno);
-  for (int process = 0; process < 2; ++process) {  // a cache each, as two processes
-    BuildCache cache(test::disk_cache_at(cache_dir()));
-    EXPECT_EQ(build(cache, tag_)->source, CacheSource::disk);
-  }
-  const Seen seen = events.read();
+  Seen seen;
+  ASSERT_NO_FATAL_FAILURE(watch_disk_hits(stored, 2, seen));
   for (const auto& [name, path] : stored) {
     EXPECT_EQ(times(seen, name, IN_OPEN), 2) << name << ": opened once by each cache";
     EXPECT_EQ(times(seen, name, IN_ATTRIB), 1) << name << ": its time moved by the first hit only";
