@@ -8,7 +8,9 @@
                                                 its interval; runs of two devices are refused
   history.py plot HISTORY.jsonl --out DIR       trend plots of the key figures: one plot per
                                                 figure and device (DIR/<device>/), one series
-                                                per mode and vendor-cache state
+                                                per mode and vendor-cache state; among them
+                                                CUB time / cujit time of every reduce type at
+                                                each n >= 2^22 the lines hold
 """
 import argparse
 import json
@@ -19,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cujit_reports import bench_json, figures  # noqa: E402
+from cujit_reports import bench_json, figures, reduce_vs_cub  # noqa: E402
 
 KEY_FIGURES = ["cujit/e2e_cubin/tiny", "cujit/nvrtc/tiny/ptx", "cujit/reduce_build/cold",
                "cujit/reduce_build/memory_hit", "cujit/reduce_build/disk_hit_new_process",
@@ -28,6 +30,34 @@ KEY_FIGURES = ["cujit/e2e_cubin/tiny", "cujit/nvrtc/tiny/ptx", "cujit/reduce_bui
 # Paired ratios (cujit / floor) tracked with their intervals.
 KEY_RATIOS = ["pair/e2e_cubin/tiny", "pair/nvrtc/tiny/ptx", "pair/e2e_launchable/tiny",
               "pair/first_result/cujit/whole_process"]
+# CUB time / cujit time of one reduce type at one n: reduce_vs_cub/<type>/<n>. Derived when
+# plotted from the line's two medians and their noise, which every line records, so lines
+# appended before these were tracked show them too and the line format is unchanged.
+REDUCE_VS_CUB = "reduce_vs_cub/"
+
+
+def reduce_vs_cub_names(lines):
+    """reduce_vs_cub/<type>/<n> for every type and n >= 2^22 (where the 98% goal holds) that a
+    line has both medians of, in type order, then by n."""
+    keys = set()
+    for line in lines:
+        medians = line.get("medians", {})
+        for name in medians:
+            key = reduce_vs_cub.parse(name)
+            if (key and name == reduce_vs_cub.cujit_name(*key) and key[1] >= reduce_vs_cub.LARGE_N
+                    and reduce_vs_cub.cub_name(*key) in medians):
+                keys.add(key)
+    return [f"{REDUCE_VS_CUB}{t}/{n}" for t, n in sorted(keys, key=lambda k: (reduce_vs_cub.type_order(k[0]), k[1]))]
+
+
+def _reduce_vs_cub_point(line, name):
+    """(ratio, spread or None) of a reduce_vs_cub/<type>/<n> name in one line, else None."""
+    type_name, _, n = name[len(REDUCE_VS_CUB):].rpartition("/")
+    cujit, cub = reduce_vs_cub.cujit_name(type_name, n), reduce_vs_cub.cub_name(type_name, n)
+    medians, noise = line.get("medians", {}), line.get("noise", {})
+    if cujit not in medians or cub not in medians:
+        return None
+    return reduce_vs_cub.ratio_with_spread(medians[cujit], noise.get(cujit), medians[cub], noise.get(cub))
 
 
 def _ratios(data):
@@ -123,8 +153,9 @@ def read(history):
 
 def series(lines, name):
     """{device: {(mode, vendor-cache state): [(line index, value, error below, error above)]}}
-    for a median (errors from its recorded noise, None when none) or a paired ratio (its
-    interval): a device's points never join another device's."""
+    for a median (errors from its recorded noise, None when none), a paired ratio (its
+    interval) or a reduce_vs_cub/ ratio (both sides' noise propagated): a device's points
+    never join another device's."""
     out = {}
     for index, line in enumerate(lines):
         if name.startswith("pair/"):
@@ -132,6 +163,12 @@ def series(lines, name):
                 continue
             ratio, low, high = line["ratios"][name]
             point = (index, ratio, None if low is None else ratio - low, None if high is None else high - ratio)
+        elif name.startswith(REDUCE_VS_CUB):
+            measured = _reduce_vs_cub_point(line, name)
+            if measured is None:
+                continue
+            ratio, spread = measured
+            point = (index, ratio, spread, spread)
         else:
             if name not in line.get("medians", {}):
                 continue
@@ -148,20 +185,31 @@ def _slug(text):
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
+def _axis(name):
+    """(scale of the stored value, y label, goal line in that scale or None) of a figure."""
+    if name.startswith("pair/"):
+        return 1, "cujit / floor (bars: 95% interval)", None
+    if name.startswith(REDUCE_VS_CUB):
+        goal = reduce_vs_cub.goal(int(name.rpartition("/")[2]))
+        return 100, "CUB / cujit time, % (bars: spread)", goal * 100
+    return 1e3, "ms (median; bars: stddev)", None
+
+
 def plot(history, out_dir):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     lines = read(history)
     written = []
-    for name in KEY_FIGURES + KEY_RATIOS:
-        ratio = name.startswith("pair/")
+    for name in KEY_FIGURES + KEY_RATIOS + reduce_vs_cub_names(lines):
+        scale, ylabel, goal = _axis(name)
         for device, by_key in sorted(series(lines, name).items()):
             fig, ax = plt.subplots(figsize=(7, 3.8))
             indices = sorted({p[0] for points in by_key.values() for p in points})
             bare = False
+            if goal is not None:
+                ax.axhline(goal, color="black", linestyle="--", label=f"goal: {goal:g}%")
             for (mode, state), points in sorted(by_key.items()):
-                scale = 1 if ratio else 1e3
                 below = [(p[2] or 0) * scale for p in points]
                 above = [(p[3] or 0) * scale for p in points]
                 line = ax.errorbar([p[0] for p in points], [p[1] * scale for p in points], yerr=[below, above],
@@ -173,7 +221,7 @@ def plot(history, out_dir):
                             color=line[0].get_color())
             ax.set_xticks(indices)
             ax.set_xticklabels([(lines[i].get("commit") or "?")[:8] for i in indices], rotation=45, fontsize=7)
-            ax.set_ylabel("cujit / floor (bars: 95% interval)" if ratio else "ms (median; bars: stddev)")
+            ax.set_ylabel(ylabel)
             ax.set_title(f"{name}\n{device}" + ("; x: no noise recorded" if bare else ""), fontsize=9)
             ax.legend(fontsize=7)
             fig.tight_layout()

@@ -6,8 +6,8 @@ Tables (cujit_reports/tables.py): per scenario, each figure in each vendor-cache
 ratio with its 95% interval, the cached figures; exec to first result for the five programs.
 Plots, one set per vendor-cache state, each titled with the device, the mode and the state,
 every point with its noise: cold vs cached vs floor per scenario, stream vs graph per-kernel
-cost vs N, reduce throughput vs working set with the sizes that fit in L2 marked, cujit next
-to numba-cuda and cuda.core.
+cost vs N, reduce throughput vs working set with the sizes that fit in L2 marked, reduce_into
+against CUB per type with its goals, cujit next to numba-cuda and cuda.core.
 
 Usage: report.py [--out DIR] [--markdown FILE|-] FILE.json...
 """
@@ -20,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cujit_reports import bench_json, figures, tables  # noqa: E402
+from cujit_reports import bench_json, figures, reduce_vs_cub, tables  # noqa: E402
 
 SCENARIOS = tables.JIT_SCENARIOS
 NO_NOISE = "hatched / x: no noise estimate (one sample)"
@@ -95,9 +95,9 @@ def _by_n(data, prefix):
     return sorted(points, key=lambda p: p[0])
 
 
-def _errorbar(ax, xs, ys, errs, label):
+def _errorbar(ax, xs, ys, errs, label, marker="o"):
     """A line with error bars; points without a noise estimate drawn as x. True when any."""
-    line = ax.errorbar(xs, ys, yerr=[e or 0 for e in errs], marker="o", label=label, capsize=2)
+    line = ax.errorbar(xs, ys, yerr=[e or 0 for e in errs], marker=marker, label=label, capsize=2)
     bare = [(x, y) for x, y, e in zip(xs, ys, errs) if e is None]
     if bare:
         ax.plot([x for x, _ in bare], [y for _, y in bare], "x", color=line[0].get_color(), markersize=10)
@@ -191,6 +191,44 @@ def plot_reduce(data, out_dir, plt, caption, suffix, l2, l2_source):
     return path, marked
 
 
+# One marker per type, so that lines of similar colour still tell apart where they cross.
+TYPE_MARKERS = "os^vD<>ph*"
+
+
+def plot_reduce_vs_cub(data, out_dir, plt, caption, suffix):
+    """CUB time / cujit time (%) against n, a line per type, with the goals; None without data."""
+    measured = reduce_vs_cub.measured(reduce_vs_cub.cells(data))
+    if not measured:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 5.4))
+    unmeasured = False
+    types = list(dict.fromkeys(cell.type_name for cell, _, _ in measured))
+    for i, type_name in enumerate(types):
+        own = [(cell.n, ratio, spread) for cell, ratio, spread in measured if cell.type_name == type_name]
+        unmeasured |= _errorbar(ax, [n for n, _, _ in own], [r * 100 for _, r, _ in own],
+                                [None if s is None else s * 100 for _, _, s in own], type_name,
+                                TYPE_MARKERS[i % len(TYPE_MARKERS)])
+    sizes = [cell.n for cell, _, _ in measured]
+    left, right = min(sizes) / 1.5, max(sizes) * 1.5
+    ax.hlines(reduce_vs_cub.EVERY_N_GOAL * 100, left, right, colors="grey", linestyles="--",
+              label=f"goal at every n: {reduce_vs_cub.EVERY_N_GOAL:.0%}")
+    large = reduce_vs_cub.size_label(reduce_vs_cub.LARGE_N)
+    if max(sizes) >= reduce_vs_cub.LARGE_N:
+        ax.hlines(reduce_vs_cub.LARGE_N_GOAL * 100, max(left, reduce_vs_cub.LARGE_N), right, colors="black",
+                  linestyles="--", label=f"goal at n >= {large}: {reduce_vs_cub.LARGE_N_GOAL:.0%}")
+    ax.set_xlim(left, right)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(set(sizes)))
+    ax.set_xticklabels([reduce_vs_cub.size_label(n) for n in sorted(set(sizes))])
+    ax.set_xlabel("n (items reduced)")
+    ax.set_ylabel("CUB time / cujit time, % (above 100: cujit faster)")
+    notes = ["medians; bars: the repetitions' spread, r·sqrt(cv_cujit² + cv_CUB²)"]
+    if unmeasured:
+        notes.append(NO_NOISE)
+    return _save(fig, ax, "reduce_into vs AOT CUB DeviceReduce, per type", caption, out_dir,
+                 f"reduce_vs_cub-{suffix}.png", plt, notes)
+
+
 PEER_PAIRS = [
     ("NVRTC tiny -> PTX", "cujit/nvrtc/tiny/ptx", "peer/cuda_core/nvrtc/tiny/ptx"),
     ("NVRTC tiny -> LTO-IR", "cujit/nvrtc/tiny/ltoir", "peer/cuda_core/nvrtc/tiny/ltoir"),
@@ -239,6 +277,8 @@ def plots(runs, out_dir, plt):
         drawn += [(f"Cold vs cached vs floor: {caption}", plot_cold_vs_cached(state.data, out_dir, plt, caption, suffix)),
                   (f"Stream vs graph launch: {caption}", plot_launch(state.data, out_dir, plt, caption, suffix)),
                   (f"reduce_into throughput: {caption}", reduce_path),
+                  (f"reduce_into vs CUB per type: {caption}",
+                   plot_reduce_vs_cub(state.data, out_dir, plt, caption, suffix)),
                   (f"Peers: {caption}", plot_peers(state.data, peers, out_dir, plt, caption, suffix))]
     return drawn, marked
 

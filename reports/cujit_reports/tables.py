@@ -1,15 +1,16 @@
 """The report's tables: per scenario, each figure in each vendor-cache state with its noise,
 cujit / floor as the paired ratio with its 95% interval, and the cached figures; the
-exec-to-first-result table of the five programs. Rendered as markdown (for docs to include)
-or HTML. Every cell names what it is: an errored, skipped or absent benchmark is a cell that
-says so, never an empty one.
+exec-to-first-result table of the five programs; reduce_into against CUB per type, each cell
+judged against its goal. Rendered as markdown (for docs to include) or HTML. Every cell
+names what it is: an errored, skipped or absent benchmark is a cell that says so, never an
+empty one.
 """
 import html
 import os
 import re
 from dataclasses import dataclass, field
 
-from . import figures
+from . import figures, reduce_vs_cub
 
 JIT_SCENARIOS = ("tiny", "external_cu", "ltoir_operator", "nrt")
 
@@ -28,6 +29,8 @@ FIRST_RESULT_PARTS = (("whole_process", "whole process"), ("context", "context")
 FIRST_RESULT_FLOOR = "raw_driver"
 
 NOT_IN_RUN = "not in this run"
+# After a ratio that misses its goal (and what the HTML shades).
+BELOW_GOAL = "✗"
 
 
 @dataclass
@@ -304,6 +307,61 @@ def first_result_table(state, device, mode):
     return table
 
 
+def _goal_cell(cell):
+    """'94.3%', '94.3% ✗' below its goal, or what stands in for the ratio."""
+    if cell is None:
+        return NOT_IN_RUN
+    if cell.cujit is None:
+        return "no cujit figure"
+    if cell.cub is None:
+        return "no CUB floor"
+    if cell.cujit.error is not None or cell.cujit.skipped is not None:
+        return _problem(cell.cujit)
+    if cell.cub.error is not None or cell.cub.skipped is not None:
+        return "floor " + _problem(cell.cub)
+    measured = cell.ratio_and_spread
+    if measured is None:
+        return "no time recorded"
+    text = reduce_vs_cub.percent(measured[0])
+    return text if cell.meets else f"{text} {BELOW_GOAL}"
+
+
+def _spread_note(measured):
+    spreads = [(spread / ratio, cell) for cell, ratio, spread in measured if spread is not None]
+    if not spreads:
+        return "No cell has a noise estimate (one repetition)."
+    widest, cell = max(spreads, key=lambda s: s[0])
+    text = (f"The repetitions' spread, r·sqrt(cv_cujit² + cv_CUB²), is at most ±{widest:.1%} of a cell "
+            f"({cell.type_name} at {reduce_vs_cub.size_label(cell.n)}); the plot draws it per cell.")
+    if len(spreads) < len(measured):
+        text += f" {len(measured) - len(spreads)} cells have no noise estimate (one repetition)."
+    return text
+
+
+def reduce_vs_cub_table(state, device, mode):
+    """CUB time / cujit time, one row per type and a column per n, each cell marked when below
+    its goal; None when the run has no reduce_into or CUB entry."""
+    cells = reduce_vs_cub.cells(state.data)
+    if not cells:
+        return None
+    types = list(dict.fromkeys(c.type_name for c in cells))
+    sizes = sorted({c.n for c in cells})
+    by_key = {(c.type_name, c.n): c for c in cells}
+    table = Table(f"reduce_into vs AOT CUB per type: CUB time / cujit time, {state.label} ({device}, {mode} mode)",
+                  ["type"] + [reduce_vs_cub.size_label(n) for n in sizes])
+    for type_name in types:
+        table.rows.append([type_name] + [_goal_cell(by_key.get((type_name, n))) for n in sizes])
+    measured = reduce_vs_cub.measured(cells)
+    below = sum(1 for cell, _, _ in measured if not cell.meets)
+    table.notes += [
+        f"Goal: >= {reduce_vs_cub.LARGE_N_GOAL:.0%} for n >= {reduce_vs_cub.size_label(reduce_vs_cub.LARGE_N)}, "
+        f">= {reduce_vs_cub.EVERY_N_GOAL:.0%} at every n; {BELOW_GOAL}: below the goal of its n, judged on the "
+        f"ratio as shown. Below their goal: {below} of {len(measured)} cells.",
+        "Each cell is the median GPU time per call of CUB's ahead-of-time DeviceReduce over cujit's reduce_into's "
+        "(above 100%: cujit is faster), from separate benchmarks, not interleaved rounds. " + _spread_note(measured)]
+    return table
+
+
 def simple_table(title, data, kind):
     """Benchmarks of one row_key kind ('peer', 'other') with their figures; None when none."""
     names = sorted(name for name in data if row_key(name)[0] == kind)
@@ -333,9 +391,9 @@ def build(runs):
     l2, l2_source = l2_of(runs)
     tables = scenario_tables(states, device, mode, l2, l2_source)
     for state in states:
-        first = first_result_table(state, device, mode)
-        if first:
-            tables.append(first)
+        for table in (reduce_vs_cub_table(state, device, mode), first_result_table(state, device, mode)):
+            if table:
+                tables.append(table)
         other = simple_table(f"Other benchmarks, {state.label} ({device}, {mode} mode)", state.data, "other")
         if other:
             tables.append(other)
@@ -388,7 +446,8 @@ def to_html(tables):
         for row in table.rows:
             cells = []
             for cell in row:
-                bad = cell.startswith(("error", "missing", "skipped", "not installed", "floor error"))
+                bad = (cell.startswith(("error", "missing", "skipped", "not installed", "floor error"))
+                       or cell.endswith(BELOW_GOAL))
                 cells.append(f"<td{' class=bad' if bad else ''}>{html_text(cell)}</td>")
             out.append("<tr>" + "".join(cells) + "</tr>")
         out.append("</table>" + "".join(f"<p>{html_text(n)}</p>" for n in table.notes))

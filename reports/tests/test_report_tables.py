@@ -295,7 +295,8 @@ class PlotTest(unittest.TestCase):
         finally:
             report._save = original
         self.assertEqual(sorted(n for n, _, _ in titles),
-                         ["cold_vs_cached-cold.png", "cold_vs_cached-vendor-cache-warm.png", "reduce_throughput-cold.png"])
+                         ["cold_vs_cached-cold.png", "cold_vs_cached-vendor-cache-warm.png", "reduce_throughput-cold.png",
+                          "reduce_vs_cub-cold.png"])
         for name, caption, _ in titles:
             state = "vendor-cache-warm" if "warm" in name else "cold (vendor cache off)"
             self.assertEqual(caption, f"{DEVICE}, full mode, {state}")
