@@ -325,6 +325,34 @@ TEST(RemoteCache, ALockIsDeletedOnlyByItsHolder) {
   EXPECT_EQ(server.command({"EXISTS", remote.lock_key(flight)}), ":0");
 }
 
+TEST(RemoteCache, ALockIsExtendedOnlyByItsHolder) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  std::string problem;
+  const auto url = detail::parse_remote_url(server.url(), problem);
+  ASSERT_TRUE(url) << problem;
+  detail::RemoteCache remote(detail::RemoteSettings{*url});
+  const std::string flight(64, 'e');
+  std::string token;
+  ASSERT_EQ(remote.lock(flight, std::chrono::milliseconds(1000), token, problem), detail::RemoteOutcome::done) << problem;
+  // Extended to a TTL far above the one it was taken with (PTTL: milliseconds left).
+  ASSERT_EQ(remote.renew(flight, token, std::chrono::milliseconds(600000), problem), detail::RemoteOutcome::done)
+      << problem;
+  const std::string left = server.command({"PTTL", remote.lock_key(flight)});
+  ASSERT_EQ(left.substr(0, 1), ":") << left;
+  EXPECT_GT(std::stoll(left.substr(1)), 1000) << left;
+  // Another machine's lock (ours expired and it took it) is neither extended nor touched.
+  ASSERT_EQ(server.command({"SET", remote.lock_key(flight), "another machine", "PX", "5000"}), "+OK");
+  EXPECT_EQ(remote.renew(flight, token, std::chrono::milliseconds(600000), problem), detail::RemoteOutcome::missing);
+  const std::string theirs = server.command({"PTTL", remote.lock_key(flight)});
+  ASSERT_EQ(theirs.substr(0, 1), ":") << theirs;
+  EXPECT_LE(std::stoll(theirs.substr(1)), 5000) << theirs;
+  // A lock that is gone is not brought back.
+  ASSERT_EQ(server.command({"DEL", remote.lock_key(flight)}), ":1");
+  EXPECT_EQ(remote.renew(flight, token, std::chrono::milliseconds(600000), problem), detail::RemoteOutcome::missing);
+  EXPECT_EQ(server.command({"EXISTS", remote.lock_key(flight)}), ":0");
+}
+
 // ---- a fleet ---------------------------------------------------------------------------------
 
 struct FleetRun {
@@ -336,12 +364,13 @@ struct FleetRun {
 // `processes` processes asking keys 0..keys-1, each with the disk directory
 // dirs[i % dirs.size()] (a machine each) and, when `url` is given, the shared Redis.
 FleetRun run_fleet(int processes, long keys, long build_ms, const std::vector<fs::path>& dirs, const std::string& url,
-                   const std::string& lock_ms = "30000") {
+                   const std::string& lock_ms = "30000", const std::string& timeout_ms = "50") {
   std::vector<std::vector<std::string>> argvs, environments;
   for (int i = 0; i < processes; ++i) {
     argvs.push_back({CUJIT_FLEET_CHILD, "0", std::to_string(keys), std::to_string(build_ms)});
     environments.push_back({"CUJIT_CACHE_DIR=" + dirs[static_cast<std::size_t>(i) % dirs.size()].string(),
-                            "CUJIT_CACHE_REMOTE=" + url, "CUJIT_CACHE_REMOTE_LOCK_MS=" + lock_ms});
+                            "CUJIT_CACHE_REMOTE=" + url, "CUJIT_CACHE_REMOTE_LOCK_MS=" + lock_ms,
+                            "CUJIT_CACHE_REMOTE_TIMEOUT_MS=" + timeout_ms});
   }
   const auto started = std::chrono::steady_clock::now();
   const std::vector<test::ChildResult> results = test::run_children(argvs, environments);
@@ -392,6 +421,20 @@ TEST(RemoteCacheFleet, EachKeyIsBuiltOnceAcrossMachines) {
   std::printf("fleet: a machine joining later (2 processes): with Redis %llu builds in %.2f s, without %llu builds "
               "in %.2f s\n",
               late_with.builds, late_with.seconds, late_without.builds, late_without.seconds);
+}
+
+TEST(RemoteCacheFleet, ABuildThatOutlastsTheLockTtlIsStillBuiltOnce) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  // Two machines (their own disk directories) ask for one key whose build lasts over three
+  // lock TTLs: the builder keeps extending its lock, so the other waits for the entry
+  // instead of taking the expired lock and building the key a second time. Redis calls get
+  // a second, not 50 ms, so that a sanitizer build on a loaded machine cannot miss one.
+  const FleetRun run =
+      run_fleet(2, 1, 5000, {temp.path() / "a", temp.path() / "b"}, server.url(), "1500", "1000");
+  EXPECT_EQ(run.builds, 1u);
+  EXPECT_EQ(run.correct, 2);
 }
 
 TEST(RemoteCacheFleet, ABuilderKilledMidBuildIsTakenOverWhenItsLockExpires) {

@@ -62,9 +62,10 @@ struct CacheConfig {
   std::chrono::milliseconds remote_backoff{5000};  ///< how long a failed Redis is left alone
   /// Entries expire after this long in Redis; 0: never (Redis' maxmemory policy evicts).
   std::chrono::seconds remote_ttl{0};
-  /// A machine building a key holds a lock key in Redis this long (it is deleted when the
-  /// build is written through): another machine waits for it instead of building too, and
-  /// takes over when a builder that died lets it expire.
+  /// A machine building a key holds a lock key in Redis with this TTL, extended every third
+  /// of it while the build runs and deleted when the build is written through: another
+  /// machine waits for it instead of building too, and takes over within one TTL when a
+  /// builder that died lets it expire.
   std::chrono::milliseconds remote_lock_ttl{30'000};
 
   /// From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,

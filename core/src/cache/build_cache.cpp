@@ -17,6 +17,7 @@
 #include "cujit/error.hpp"
 #include "cache/cache_counters.hpp"
 #include "cache/disk_cache.hpp"
+#include "cache/fleet_lock.hpp"
 #include "cache/key_lock.hpp"
 #include "cache/remote_cache.hpp"
 #include "cache/remote_url.hpp"
@@ -41,27 +42,6 @@ std::chrono::milliseconds milliseconds_from(const char* name, std::chrono::milli
   const std::uint64_t value = environment::count(name, static_cast<std::uint64_t>(fallback.count()) / unit_ms);
   return std::chrono::milliseconds(std::min(value, longest_setting_ms / unit_ms) * unit_ms);
 }
-
-// Holds the remote tier's lock of a flight; deletes it (if still ours) when the build is done.
-class FleetLock {
- public:
-  FleetLock() = default;
-  FleetLock(detail::RemoteCache* remote, std::string flight, std::string token)
-      : remote_(remote), flight_(std::move(flight)), token_(std::move(token)) {}
-  ~FleetLock() {
-    if (remote_ != nullptr) remote_->unlock(flight_, token_);
-  }
-  FleetLock(FleetLock&& other) noexcept
-      : remote_(std::exchange(other.remote_, nullptr)), flight_(std::move(other.flight_)),
-        token_(std::move(other.token_)) {}
-  FleetLock& operator=(FleetLock&&) = delete;
-  FleetLock(const FleetLock&) = delete;
-  FleetLock& operator=(const FleetLock&) = delete;
-
- private:
-  detail::RemoteCache* remote_ = nullptr;
-  std::string flight_, token_;
-};
 
 }  // namespace
 
@@ -222,7 +202,7 @@ struct BuildCache::State {
   // wait: a waiter polls the lock until its holder deletes it (written through) or it
   // expires (its holder died), then tries to take it itself. Not held when Redis cannot be
   // used or the wait times out; the build goes on either way.
-  FleetLock lock_across_machines(const std::string& flight, const CacheConfig& config) {
+  detail::FleetLock lock_across_machines(const std::string& flight, const CacheConfig& config) {
     if (!remote) return {};
     const auto deadline = std::chrono::steady_clock::now() + config.lock_timeout;
     auto pause = first_remote_poll;
@@ -230,7 +210,9 @@ struct BuildCache::State {
     while (true) {
       std::string token, problem;
       detail::RemoteOutcome outcome = remote->lock(flight, config.remote_lock_ttl, token, problem);
-      if (outcome == detail::RemoteOutcome::done) return FleetLock(&*remote, flight, token);
+      if (outcome == detail::RemoteOutcome::done) {
+        return detail::FleetLock(&*remote, flight, token, config.remote_lock_ttl, config.lock_timeout);
+      }
       if (outcome == detail::RemoteOutcome::missing && !waited) {
         waited = true;
         std::lock_guard<std::mutex> lock(mutex);
@@ -536,7 +518,7 @@ std::string BuildCache::run_once(const std::string& flight, const Work& work, Ca
       // Across processes, then across machines: the others wait and then find the entry
       // (work() looks again). Released after work() has stored it, machines first.
       const detail::KeyLock process_lock = state_->lock_across_processes(flight, config_.lock_timeout);
-      const FleetLock fleet_lock = state_->lock_across_machines(flight, config_);
+      const detail::FleetLock fleet_lock = state_->lock_across_machines(flight, config_);
       payload = work(from);
     }
     count_build();

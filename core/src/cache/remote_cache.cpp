@@ -27,6 +27,9 @@ using Clock = std::chrono::steady_clock;
 // another machine took since is not ours to delete.
 constexpr std::string_view compare_and_delete =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+// Extends the lock only while it holds the caller's token, for the same reason.
+constexpr std::string_view compare_and_extend =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 
 // The NVRTC library file a compile would load (CUJIT_NVRTC_LIBRARY, else the build's),
 // named without loading it: the cache stage knows no compiler, and a hit maps none.
@@ -196,7 +199,9 @@ struct RemoteCache::Connection {
 };
 
 RemoteCache::RemoteCache(RemoteSettings settings)
-    : settings_(std::move(settings)), connection_(std::make_unique<Connection>(settings_)) {}
+    : settings_(std::move(settings)),
+      connection_(std::make_unique<Connection>(settings_)),
+      renewal_connection_(std::make_unique<Connection>(settings_)) {}
 
 RemoteCache::~RemoteCache() = default;
 
@@ -276,6 +281,23 @@ void RemoteCache::unlock(const std::string& flight, const std::string& token) {
   (void)connection_->command({"EVAL", compare_and_delete, "1", lock_key(flight), token}, outcome, problem);
 }
 
+RemoteOutcome RemoteCache::renew(const std::string& flight, const std::string& token, std::chrono::milliseconds ttl,
+                                 std::string& problem) {
+  const std::string ttl_ms = std::to_string(std::max<std::chrono::milliseconds::rep>(ttl.count(), 1));
+  const std::lock_guard<std::mutex> lock(renewal_mutex_);
+  renewal_connection_->retry_after = {};
+  RemoteOutcome outcome{};
+  const Reply reply = renewal_connection_->command({"EVAL", compare_and_extend, "1", lock_key(flight), token, ttl_ms},
+                                                   outcome, problem);
+  if (!reply) return outcome;
+  if (reply->type != REDIS_REPLY_INTEGER) {
+    problem = "EVAL (extending " + lock_key(flight) + ") answered " +
+              (reply->type == REDIS_REPLY_ERROR ? reply_text(*reply) : "a reply of type " + std::to_string(reply->type));
+    return RemoteOutcome::refused;
+  }
+  return reply->integer != 0 ? RemoteOutcome::done : RemoteOutcome::missing;
+}
+
 RemoteOutcome RemoteCache::ping(std::string& problem) {
   const std::lock_guard<std::mutex> lock(mutex_);
   connection_->retry_after = {};
@@ -315,6 +337,10 @@ RemoteOutcome RemoteCache::lock(const std::string&, std::chrono::milliseconds, s
 }
 RemoteOutcome RemoteCache::locked(const std::string&, std::string& problem) { return not_built_in(problem); }
 void RemoteCache::unlock(const std::string&, const std::string&) {}
+RemoteOutcome RemoteCache::renew(const std::string&, const std::string&, std::chrono::milliseconds,
+                                 std::string& problem) {
+  return not_built_in(problem);
+}
 RemoteOutcome RemoteCache::ping(std::string& problem) { return not_built_in(problem); }
 
 #endif

@@ -66,6 +66,13 @@ class RemoteCache {
   // Deletes the lock only if it still holds `token` (a Lua compare-and-delete): a lock that
   // expired and was taken by another machine is left to it.
   void unlock(const std::string& flight, const std::string& token);
+  // Sets the lock's TTL to `ttl` from now, only if it still holds `token` (a Lua
+  // compare-and-PEXPIRE): `done` when extended, `missing` when it is gone or another's.
+  // Through a connection of its own, which never waits out a back-off: a renewal that times
+  // out neither blocks the builder's calls nor switches the tier off for them, and the
+  // next renewal tries again.
+  RemoteOutcome renew(const std::string& flight, const std::string& token, std::chrono::milliseconds ttl,
+                      std::string& problem);
   // PING, for `cujit cache stats`: reachable now (the back-off is not consulted).
   RemoteOutcome ping(std::string& problem);
 
@@ -78,6 +85,8 @@ class RemoteCache {
   RemoteSettings settings_;
   std::mutex mutex_;  // one connection, one call at a time
   std::unique_ptr<Connection> connection_;
+  std::mutex renewal_mutex_;  // the fleet locks' renewals (renew), likewise
+  std::unique_ptr<Connection> renewal_connection_;
 };
 
 }  // namespace cujit::detail
