@@ -33,8 +33,10 @@ endif()
 install(TARGETS cujit_compile_worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cujit)
 
 set(CUJIT_CONFIG_HIREDIS_NOTE "")
-if(CUJIT_WITH_HIREDIS AND CUJIT_HIREDIS_INCLUDE_DIR AND CUJIT_HIREDIS_LIBRARY)
-  set(CUJIT_CONFIG_HIREDIS_NOTE " and hiredis (${CUJIT_HIREDIS_LIBRARY}: the remote cache tier)")
+set(CUJIT_CONFIG_WITH_HIREDIS FALSE)
+if(TARGET cujit::hiredis)
+  set(CUJIT_CONFIG_HIREDIS_NOTE " and hiredis (the remote cache tier; found again on the consumer's machine)")
+  set(CUJIT_CONFIG_WITH_HIREDIS TRUE)
 endif()
 install(EXPORT cujitTargets NAMESPACE cujit:: DESTINATION ${CUJIT_INSTALL_CMAKEDIR})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/cujitConfig.cmake.in
@@ -49,7 +51,7 @@ install(FILES ${PROJECT_BINARY_DIR}/package/cujitConfig.cmake
 
 # pkg-config: libcujit is static, so Libs names what it links (OpenSSL through libcrypto.pc).
 set(CUJIT_PC_EXTRA_LIBS "")
-if(CUJIT_CONFIG_HIREDIS_NOTE)
+if(CUJIT_CONFIG_WITH_HIREDIS)
   string(APPEND CUJIT_PC_EXTRA_LIBS " -lhiredis")
 endif()
 file(RELATIVE_PATH CUJIT_PC_PREFIX_FROM_PCFILEDIR

@@ -31,6 +31,16 @@ foreach(installed include/cujit/program.hpp include/cujit/nrt.cuh
   endif()
 endforeach()
 
+# The package names no file of the machine it was built on: each dependency is a target that
+# cujitConfig.cmake finds again (a path breaks on a machine that has the library elsewhere).
+file(GLOB exported ${prefix}/${LIBDIR}/cmake/cujit/cujitTargets*.cmake)
+foreach(file IN LISTS exported)
+  file(READ ${file} text)
+  if(text MATCHES "(INTERFACE_[A-Z_]+ \"([^\"\n]*[;:>])?/[^\"\n]*\")")
+    message(FATAL_ERROR "${file} names an absolute path: ${CMAKE_MATCH_1}")
+  endif()
+endforeach()
+
 # The prefix alone: the consumer must not find the build tree or its dependencies' sources.
 run_step("configuring the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${consumer_build}
   -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release
