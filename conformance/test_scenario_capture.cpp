@@ -106,6 +106,32 @@ TEST(ScenarioCapture, AFailedLinkBecomesAScenarioThatReproducesIt) {
   EXPECT_EQ(report.inputs[0].name, "mixed_kernel.ptx");
 }
 
+TEST(ScenarioCapture, ReplayingAScenarioCapturesNothing) {
+  const test::TempDir dir;
+  const fs::path first = dir.path() / "first", replays = dir.path() / "replays";
+  {
+    const CaptureDir capture(first.string());
+    (void)link_error(failing_link());
+  }
+  const std::vector<fs::path> files = scenario_files(first);
+  ASSERT_EQ(files.size(), 1u);
+  const scenarios::Scenario captured = scenarios::load_scenario(files[0]);
+  // A repo scenario that expects its link to fail, and the captured one, replayed with the
+  // variable still set: both fail as their files say, and neither is captured again.
+  const CaptureDir capture(replays.string());
+  scenarios::Scenario expected_failure = captured;
+  expected_failure.reported_failure.reset();
+  expected_failure.steps[0].expect.success = false;
+  const scenarios::ScenarioReport reproduced = scenarios::run_scenario(captured, test::fixture_path(""));
+  EXPECT_EQ(reproduced.verdict, scenarios::Verdict::reproduced) << scenarios::render_text(reproduced);
+  const scenarios::ScenarioReport failed = scenarios::run_scenario(expected_failure, test::fixture_path(""));
+  EXPECT_EQ(failed.verdict, scenarios::Verdict::as_expected) << scenarios::render_text(failed);
+  EXPECT_TRUE(scenario_files(replays).empty());
+  // Capture is on again once the replay returns.
+  (void)link_error(failing_link());
+  EXPECT_EQ(scenario_files(replays).size(), 1u);
+}
+
 TEST(ScenarioCapture, EachFailureGetsADirectoryOfItsOwn) {
   const test::TempDir dir;
   const CaptureDir capture(dir.path().string());

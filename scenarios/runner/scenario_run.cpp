@@ -21,6 +21,7 @@
 #include "cujit/program.hpp"
 #include "cujit/reduce.hpp"
 #include "link/defined_symbols.hpp"
+#include "link/failure_capture.hpp"
 #include "support/file_io.hpp"
 
 namespace cujit::scenarios {
@@ -454,6 +455,10 @@ ScenarioReport run_scenario(const Scenario& scenario, const fs::path& fixture_di
   CacheConfig cache_config;
   cache_config.mode = CacheMode::memory;  // shared by the steps, never by other runs
   BuildCache cache(cache_config);
+  // A replayed failure is the scenario's own (expected, or the one it was captured from):
+  // with CUJIT_CAPTURE_DIR still set (after `cujit repro --capture`, or a CI that sets it for
+  // its whole run) it would otherwise be captured again, once per replay.
+  const detail::CaptureSuppressed replaying;
   for (LinkerBackend backend : scenario.backends()) {
     for (const Step& step : scenario.steps) {
       StepReport out = run_step(scenario, step, backend, fixture_dir, cache, report.inputs);
