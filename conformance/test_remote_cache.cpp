@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -305,52 +306,57 @@ TEST(RemoteCache, AFullRedisRefusesWritesAndTheBuildsGoOn) {
   EXPECT_EQ(cache.stats().builds, 3u);
 }
 
-TEST(RemoteCache, ALockIsDeletedOnlyByItsHolder) {
-  test::RedisServer server;
-  CUJIT_REQUIRE_REDIS(server);
-  std::string problem;
-  const auto url = detail::parse_remote_url(server.url(), problem);
-  ASSERT_TRUE(url) << problem;
-  detail::RemoteCache remote(detail::RemoteSettings{*url});
+// The lock's own calls, on a RemoteCache over a fresh redis-server.
+class RemoteCacheLock : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CUJIT_REQUIRE_REDIS(server_);
+    std::string problem;
+    const auto url = detail::parse_remote_url(server_.url(), problem);
+    ASSERT_TRUE(url) << problem;
+    remote_.emplace(detail::RemoteSettings{*url});
+  }
+
+  test::RedisServer server_;
+  std::optional<detail::RemoteCache> remote_;
+};
+
+TEST_F(RemoteCacheLock, IsDeletedOnlyByItsHolder) {
+  detail::RemoteCache& remote = *remote_;
   const std::string flight(64, 'f');
-  std::string token, other;
+  std::string token, other, problem;
   ASSERT_EQ(remote.lock(flight, std::chrono::milliseconds(10000), token, problem), detail::RemoteOutcome::done) << problem;
   EXPECT_EQ(remote.lock(flight, std::chrono::milliseconds(10000), other, problem), detail::RemoteOutcome::missing);
   // It expired and another machine took it: the first holder's release leaves it.
-  ASSERT_EQ(server.command({"SET", remote.lock_key(flight), "another machine"}), "+OK");
+  ASSERT_EQ(server_.command({"SET", remote.lock_key(flight), "another machine"}), "+OK");
   remote.unlock(flight, token);
-  EXPECT_EQ(server.command({"GET", remote.lock_key(flight)}), "another machine");
-  ASSERT_EQ(server.command({"SET", remote.lock_key(flight), token}), "+OK");
+  EXPECT_EQ(server_.command({"GET", remote.lock_key(flight)}), "another machine");
+  ASSERT_EQ(server_.command({"SET", remote.lock_key(flight), token}), "+OK");
   remote.unlock(flight, token);
-  EXPECT_EQ(server.command({"EXISTS", remote.lock_key(flight)}), ":0");
+  EXPECT_EQ(server_.command({"EXISTS", remote.lock_key(flight)}), ":0");
 }
 
-TEST(RemoteCache, ALockIsExtendedOnlyByItsHolder) {
-  test::RedisServer server;
-  CUJIT_REQUIRE_REDIS(server);
-  std::string problem;
-  const auto url = detail::parse_remote_url(server.url(), problem);
-  ASSERT_TRUE(url) << problem;
-  detail::RemoteCache remote(detail::RemoteSettings{*url});
+TEST_F(RemoteCacheLock, IsExtendedOnlyByItsHolder) {
+  detail::RemoteCache& remote = *remote_;
   const std::string flight(64, 'e');
-  std::string token;
+  std::string token, problem;
   ASSERT_EQ(remote.lock(flight, std::chrono::milliseconds(1000), token, problem), detail::RemoteOutcome::done) << problem;
   // Extended to a TTL far above the one it was taken with (PTTL: milliseconds left).
   ASSERT_EQ(remote.renew(flight, token, std::chrono::milliseconds(600000), problem), detail::RemoteOutcome::done)
       << problem;
-  const std::string left = server.command({"PTTL", remote.lock_key(flight)});
+  const std::string left = server_.command({"PTTL", remote.lock_key(flight)});
   ASSERT_EQ(left.substr(0, 1), ":") << left;
   EXPECT_GT(std::stoll(left.substr(1)), 1000) << left;
   // Another machine's lock (ours expired and it took it) is neither extended nor touched.
-  ASSERT_EQ(server.command({"SET", remote.lock_key(flight), "another machine", "PX", "5000"}), "+OK");
+  ASSERT_EQ(server_.command({"SET", remote.lock_key(flight), "another machine", "PX", "5000"}), "+OK");
   EXPECT_EQ(remote.renew(flight, token, std::chrono::milliseconds(600000), problem), detail::RemoteOutcome::missing);
-  const std::string theirs = server.command({"PTTL", remote.lock_key(flight)});
+  const std::string theirs = server_.command({"PTTL", remote.lock_key(flight)});
   ASSERT_EQ(theirs.substr(0, 1), ":") << theirs;
   EXPECT_LE(std::stoll(theirs.substr(1)), 5000) << theirs;
   // A lock that is gone is not brought back.
-  ASSERT_EQ(server.command({"DEL", remote.lock_key(flight)}), ":1");
+  ASSERT_EQ(server_.command({"DEL", remote.lock_key(flight)}), ":1");
   EXPECT_EQ(remote.renew(flight, token, std::chrono::milliseconds(600000), problem), detail::RemoteOutcome::missing);
-  EXPECT_EQ(server.command({"EXISTS", remote.lock_key(flight)}), ":0");
+  EXPECT_EQ(server_.command({"EXISTS", remote.lock_key(flight)}), ":0");
 }
 
 // ---- a fleet ---------------------------------------------------------------------------------
