@@ -28,10 +28,17 @@ between the two runs does not move.
 Lent GPU hosts differ from one another; a slowdown both sides of a pair share is not
 cujit's, and the pair shows it. A family without a pair is judged on its times alone.
 
+A side may be given as several files, the parts of one run (--baseline-part, --current-part):
+parts of different commits are refused unless --allow-mixed-commits, which names each part's
+commit above the table and beside every row; parts that differ in anything else the run
+record holds, or that both hold a benchmark, are always refused. A gate never judges a mix
+it was not told of, nor picks one of two measurements.
+
 Prints a markdown table and the failures by name. Exit 0 when nothing fails, 1 when
 something does, 2 on input it cannot use (a file that is not benchmark JSON, a missing or
 mistyped field, a NaN, infinite or negative time, no benchmark in both files, runs that
-cannot be compared) and on any failure of its own, which is never a verdict.
+cannot be compared, a side that is not one run) and on any failure of its own, which is
+never a verdict.
 """
 import argparse
 import math
@@ -42,7 +49,7 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cujit_reports import bench_json  # noqa: E402
+from cujit_reports import bench_json, joining  # noqa: E402
 from cujit_reports.stats import median, ratio_interval  # noqa: E402
 from cujit_reports.tables import fmt_time  # noqa: E402
 
@@ -69,6 +76,46 @@ COMPARABLE = [
 COMPARABLE_KEYS = [key for _, key in COMPARABLE]
 
 FAILING = ("slower", "not enough data", "missing", "error")
+
+
+@dataclass
+class Side:
+    """The baseline or the current run: one file, or the parts of one run joined."""
+    name: str  # "baseline" or "current"
+    joined: joining.Joined
+
+    @property
+    def path(self):
+        return " + ".join(run.path for run in self.joined.runs)
+
+    @property
+    def context(self):
+        # side_problems() has refused parts that differ in a compared field.
+        return self.joined.runs[0].context
+
+    @property
+    def benchmarks(self):
+        return self.joined.data
+
+
+def side_problems(side, allow_mixed_commits=False):
+    """Lines saying why a side's files cannot stand for one run; empty when they can. Parts of
+    other commits pass with allow_mixed_commits; parts that differ in anything else would leave
+    the side no one value to compare, and a benchmark in two parts two figures to pick from."""
+    joined = side.joined
+    refused = [label for label, key in joined.fields if not (allow_mixed_commits and key in joining.COMMIT_FIELDS)]
+    lines = []
+    if refused:
+        commits_only = all(key in joining.COMMIT_FIELDS for _, key in joined.fields)
+        lines.append(f"the {side.name} files are not one run: they differ in {', '.join(refused)}"
+                     + ("; --allow-mixed-commits compares them, saying so" if commits_only else ""))
+        lines += [f"  {joining.record_text(group[0], joined.fields)}: {', '.join(run.path for run in group)}"
+                  for group in joined.groups]
+    if joined.overwritten:
+        lines.append(f"{len(joined.overwritten)} benchmarks are in two {side.name} files, and the gate does not "
+                     "pick one of two measurements:")
+        lines += [f"  {o.name}: {o.hidden.path} and {o.shown.path}" for o in joined.overwritten]
+    return lines
 
 
 @dataclass
@@ -191,16 +238,30 @@ def _runs_line(baseline, current, allowed):
                        ("device", "driver_release", "cujit_mode", "vendor_cache", "host_cpu_model")
                        if key not in allowed)
 
-    def run(side, r):
-        c = r.context
-        return (f"{side}: commit {c.get('cujit_git_commit', '?')} ({c.get('cujit_git_tree', '?')} tree), "
-                f"host load {c.get('host_load_avg', '?')}")
+    def run(label, side):
+        c = side.context
+        commit = ("parts of several commits (below)" if side.joined.mixed else
+                  f"commit {c.get('cujit_git_commit', '?')} ({c.get('cujit_git_tree', '?')} tree)")
+        return f"{label}: {commit}, host load {c.get('host_load_avg', '?')}"
 
     lines = [f"Runs: {shared}.", f"{run('Baseline', baseline)}; {run('current', current)}."]
+    for side in (baseline, current):
+        if side.joined.mixed:
+            lines.append(f"**The {side.name} joins runs of different commits** (--allow-mixed-commits): "
+                         f"{side.joined.describe_runs()}. Each row names the run of its figures.")
     for key in allowed:
         lines.append(f"**Compared across different {key}**: baseline {baseline.context.get(key)!r}, "
                      f"current {current.context.get(key)!r}.")
     return lines
+
+
+def _origins(name, *sides):
+    """' [baseline from commit 1bcd7b6, tree unknown]' for each side that joins runs; '' else."""
+    notes = []
+    for side in sides:
+        if side is not None and side.joined.mixed and name in side.joined.origin:
+            notes.append(f"{side.name} from {side.joined.label(side.joined.origin[name])}")
+    return f" [{'; '.join(notes)}]" if notes else ""
 
 
 def markdown(rows, threshold, baseline=None, current=None, allowed=()):
@@ -229,7 +290,8 @@ def markdown(rows, threshold, baseline=None, current=None, allowed=()):
         shown = [f"{v:.3f}x floor" if paired and v is not None else fmt_time(v) for v in (r.baseline, r.current)]
         if paired and r.verdict not in ("missing", "error"):
             n = "paired"
-        lines.append(f"| `{r.name}` | {shown[0]} | {shown[1]} | {ratio} | {_interval(r)} | "
+        name = f"`{r.name}`{_origins(r.name, baseline, current)}"
+        lines.append(f"| {name} | {shown[0]} | {shown[1]} | {ratio} | {_interval(r)} | "
                      f"{noise} | {n} | {r.verdict} |")
     failures = [r for r in rows if r.verdict in FAILING]
     if failures:
@@ -247,6 +309,13 @@ def main(argv=None):
     parser.add_argument("--threshold", type=float, default=0.05,
                         help="relative slowdown that fails when the whole interval is past it (default 0.05)")
     parser.add_argument("--markdown", help="also write the table here")
+    parser.add_argument("--baseline-part", action="append", default=[], metavar="FILE",
+                        help="another part of the baseline run (repeatable): joined with BASELINE")
+    parser.add_argument("--current-part", action="append", default=[], metavar="FILE",
+                        help="another part of the current run (repeatable): joined with CURRENT")
+    parser.add_argument("--allow-mixed-commits", action="store_true",
+                        help="join parts of different commits into a side; each part's commit is named above "
+                             "the table and beside every row")
     parser.add_argument("--allow-different", action="append", default=[], metavar="FIELD",
                         choices=COMPARABLE_KEYS,
                         help="compare although this run-record field differs (an A/B of that field, not a "
@@ -256,19 +325,25 @@ def main(argv=None):
         # NaN would make every comparison false: a gate that always passes.
         parser.error(f"--threshold must be a finite number >= 0, not {args.threshold}")
     try:
-        baseline = bench_json.load(args.baseline)
-        current = bench_json.load(args.current)
+        baseline = Side("baseline", joining.join([bench_json.load(p) for p in [args.baseline] + args.baseline_part]))
+        current = Side("current", joining.join([bench_json.load(p) for p in [args.current] + args.current_part]))
     except bench_json.SchemaError as error:
         print(f"compare: {error}", file=sys.stderr)
         return 2
+    mixes = side_problems(baseline, args.allow_mixed_commits) + side_problems(current, args.allow_mixed_commits)
+    if mixes:
+        for line in mixes:
+            # A heading names the tool; the indented lines under it name the files.
+            print(line if line.startswith("  ") else f"compare: {line}", file=sys.stderr)
+        return 2
     different = differences(baseline, current, args.allow_different)
     if different:
-        print(f"compare: {args.baseline} and {args.current} cannot be compared:", file=sys.stderr)
+        print(f"compare: {baseline.path} and {current.path} cannot be compared:", file=sys.stderr)
         for line in different:
             print(f"  {line}", file=sys.stderr)
         return 2
     if not set(baseline.benchmarks) & set(current.benchmarks):
-        print(f"compare: no benchmark is in both {args.baseline} and {args.current}", file=sys.stderr)
+        print(f"compare: no benchmark is in both {baseline.path} and {current.path}", file=sys.stderr)
         return 2
     rows = compare(baseline.benchmarks, current.benchmarks, args.threshold)
     text = markdown(rows, args.threshold, baseline, current, args.allow_different)

@@ -5,7 +5,11 @@
                                                 runs: commit, date, device, driver, toolkit,
                                                 mode, state, and every benchmark's median
                                                 with its noise and every paired ratio with
-                                                its interval; runs of two devices are refused
+                                                its interval; runs of two devices are refused,
+                                                and so are files of one state that are not one
+                                                run (another commit, driver, toolkit...) or
+                                                that hold the same benchmark: a line is one
+                                                commit's, one figure one measurement
   history.py plot HISTORY.jsonl --out DIR       trend plots of the key figures: one plot per
                                                 figure and device (DIR/<device>/), one series
                                                 per mode and vendor-cache state; among them
@@ -21,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cujit_reports import bench_json, figures, reduce_vs_cub  # noqa: E402
+from cujit_reports import bench_json, figures, joining, reduce_vs_cub  # noqa: E402
 
 KEY_FIGURES = ["cujit/e2e_cubin/tiny", "cujit/nvrtc/tiny/ptx", "cujit/reduce_build/cold",
                "cujit/reduce_build/memory_hit", "cujit/reduce_build/disk_hit_new_process",
@@ -70,9 +74,28 @@ def _ratios(data):
     return out
 
 
+def one_run(group, state):
+    """The Joined of one state's files; SchemaError naming every file when they are not one run
+    (the line records the first one's commit and driver) or when two hold the same benchmark
+    (the line holds one figure per name)."""
+    where = figures.state_label(state)
+    cujit = joining.join([run for run in group if not figures.is_peer(run)])
+    # Peers' own records may be older and say less; the line's commit and driver are cujit's.
+    if cujit.mixed:
+        raise bench_json.SchemaError(
+            f"the {where} files are not one run: they differ in {', '.join(label for label, _ in cujit.fields)} "
+            f"({cujit.describe_runs()}); append each run on its own")
+    joined = joining.join(group)
+    if joined.overwritten:
+        clashes = "; ".join(f"{o.name} in {o.hidden.path} and {o.shown.path}" for o in joined.overwritten)
+        raise bench_json.SchemaError(f"{len(joined.overwritten)} benchmarks are in two {where} files, and a "
+                                     f"history line holds one figure each: {clashes}")
+    return joined
+
+
 def entries(runs):
-    """One history line per vendor-cache state of `runs`, all of one device (SchemaError
-    otherwise). Peer runs, which record no state, form the line of state None."""
+    """One history line per vendor-cache state of `runs`, all of one device and each of one run
+    (SchemaError otherwise). Peer runs, which record no state, form the line of state None."""
     device = figures.device_of(runs)
     lines = []
     for state in figures.STATES:
@@ -81,7 +104,7 @@ def entries(runs):
             continue
         cujit = [run for run in group if not figures.is_peer(run)] or group
         context = cujit[0].context
-        data = bench_json.merge(group)
+        data = one_run(group, state).data
         lines.append({"commit": context.get("cujit_git_commit"), "date": context.get("date"), "device": device,
                       "driver": context.get("driver_version"), "driver_release": context.get("driver_release"),
                       "mode": context.get("cujit_mode"), "vendor_cache": state,

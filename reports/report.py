@@ -9,6 +9,11 @@ every point with its noise: cold vs cached vs floor per scenario, stream vs grap
 cost vs N, reduce throughput vs working set with the sizes that fit in L2 marked, reduce_into
 against CUB per type with its goals, cujit next to numba-cuda and cuda.core.
 
+Files of one state that are not one run (another commit, machine, driver or toolkit) or that
+hold the same benchmark are joined, and the report says so: above the runs, beside every
+figure (the run it came from) and in a table of the benchmarks a later file took over
+(cujit_reports/joining.py).
+
 Usage: report.py [--out DIR] [--markdown FILE|-] FILE.json...
 """
 import argparse
@@ -268,10 +273,13 @@ def plots(runs, out_dir, plt):
     """[(title, path or None)], one set per vendor-cache state, and the L2 marking per state."""
     device, mode = figures.device_of(runs), figures.modes_of(runs)
     l2, l2_source = tables.l2_of(runs)
-    peers = figures.peers_of(runs)
+    peers = figures.peers_of(runs).data
     drawn, marked = [], {}
     for state in figures.by_state(runs):
         caption = f"{device}, {mode} mode, {state.label}"
+        if state.joined.mixed:
+            # A line of its own, where a long caption would push it out of the figure.
+            caption += "\nNOT ONE RUN: files of different " + ", ".join(label for label, _ in state.joined.fields)
         suffix = state.state or "unrecorded"
         reduce_path, marked[state.state] = plot_reduce(state.data, out_dir, plt, caption, suffix, l2, l2_source)
         drawn += [(f"Cold vs cached vs floor: {caption}", plot_cold_vs_cached(state.data, out_dir, plt, caption, suffix)),
@@ -330,6 +338,9 @@ def main(argv=None):
     except bench_json.SchemaError as error:
         print(f"report: {error}", file=sys.stderr)
         return 2
+    # Said where the command is run too: a report written to a directory may go unread.
+    for note in tables.join_notes_of(runs):
+        print("report: " + note.replace("**", "").replace("`", ""), file=sys.stderr)
     text = tables.to_markdown(*report)
     if args.markdown == "-":
         sys.stdout.write(text)

@@ -253,11 +253,3 @@ def load(path):
             ordered = sorted(record.samples)
             record.median = ordered[len(ordered) // 2]
     return Run(path, context, benchmarks)
-
-
-def merge(runs):
-    """One dict over several runs (later files win on a name clash)."""
-    merged = {}
-    for run in runs:
-        merged.update(run.benchmarks)
-    return merged

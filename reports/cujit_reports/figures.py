@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from . import bench_json
+from . import bench_json, joining
 
 # Vendor-cache states in the order reports show them (context.vendor_cache); None is a run
 # whose record predates the field (older JSON, the peers').
@@ -56,12 +56,16 @@ def modes_of(runs):
 @dataclass
 class StateRuns:
     state: str
-    runs: list
-    data: dict  # base name -> Benchmark, merged over the runs of this state
+    joined: joining.Joined  # the runs of this state, joined into one table
 
     @property
     def label(self):
         return state_label(self.state)
+
+    @property
+    def data(self):
+        """Base name -> Benchmark over the runs of this state."""
+        return self.joined.data
 
 
 def by_state(runs):
@@ -71,11 +75,12 @@ def by_state(runs):
     for run in runs:
         if not is_peer(run):
             grouped.setdefault(state_of(run), []).append(run)
-    return [StateRuns(state, grouped[state], bench_json.merge(grouped[state])) for state in STATES if state in grouped]
+    return [StateRuns(state, joining.join(grouped[state])) for state in STATES if state in grouped]
 
 
 def peers_of(runs):
-    return bench_json.merge([run for run in runs if is_peer(run)])
+    """The peer runs joined into one table."""
+    return joining.join([run for run in runs if is_peer(run)])
 
 
 # ---------------------------------------------------------------------------------------

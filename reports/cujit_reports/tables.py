@@ -3,14 +3,15 @@ cujit / floor as the paired ratio with its 95% interval, and the cached figures;
 exec-to-first-result table of the five programs; reduce_into against CUB per type, each cell
 judged against its goal. Rendered as markdown (for docs to include) or HTML. Every cell
 names what it is: an errored, skipped or absent benchmark is a cell that says so, never an
-empty one.
+empty one. Where one column joins files of different runs (cujit_reports/joining.py), every
+cell names the run it came from, and the benchmarks a later file took over are listed.
 """
 import html
 import os
 import re
 from dataclasses import dataclass, field
 
-from . import figures, reduce_vs_cub
+from . import figures, joining, reduce_vs_cub
 
 JIT_SCENARIOS = ("tiny", "external_cu", "ltoir_operator", "nrt")
 
@@ -176,13 +177,14 @@ def _scenario_order(scenario):
 # ---------------------------------------------------------------------------------------
 # Tables
 
-def _cujit_cell(data, key):
+def _cujit_cell(joined, key):
+    data = joined.data
     own = figures.figure(data.get("cujit/" + key))
     if own is not None:
-        return fmt_figure(own)
+        return fmt_figure(own) + joined.from_note("cujit/" + key)
     p = figures.pair(data.get("pair/" + key))
     if p is not None:
-        return fmt_figure(p.side("cujit"))
+        return fmt_figure(p.side("cujit")) + joined.from_note("pair/" + key)
     return "- (a floor without a cujit figure)"
 
 
@@ -190,11 +192,14 @@ def _present(data, key):
     return any(name in data for name in ("cujit/" + key, "pair/" + key, floor_name(key)))
 
 
-def _ratio_cell(data, key):
+def _ratio_cell(joined, key):
+    data = joined.data
     p = figures.pair(data.get("pair/" + key))
     if p is not None:
-        return fmt_pair(p)
-    return fmt_unpaired(figures.figure(data.get("cujit/" + key)), figures.figure(data.get(floor_name(key))))
+        return fmt_pair(p) + joined.from_note("pair/" + key)
+    # cujit and its floor may come from different runs: the note then names each.
+    return (fmt_unpaired(figures.figure(data.get("cujit/" + key)), figures.figure(data.get(floor_name(key))))
+            + joined.from_note("cujit/" + key, floor_name(key)))
 
 
 def _row_label(key, states, l2):
@@ -213,8 +218,10 @@ def _cached_cell(states, cached_keys):
     parts = []
     for cached, label in cached_keys:
         for state in states:
-            if "cujit/" + cached in state.data:
-                parts.append(f"{label}, {state.label} run: {fmt_figure(figures.figure(state.data['cujit/' + cached]))}")
+            name = "cujit/" + cached
+            if name in state.data:
+                parts.append(f"{label}, {state.label} run: {fmt_figure(figures.figure(state.data[name]))}"
+                             + state.joined.from_note(name))
     return "; ".join(parts) if parts else "-"
 
 
@@ -254,7 +261,7 @@ def scenario_tables(states, device, mode, l2=None, l2_source="the L2 size is not
             row = [_row_label(key, states, l2)]
             for state in shown:
                 if _present(state.data, key):
-                    row += [_cujit_cell(state.data, key), _ratio_cell(state.data, key)]
+                    row += [_cujit_cell(state.joined, key), _ratio_cell(state.joined, key)]
                 else:
                     row += [NOT_IN_RUN, NOT_IN_RUN]
             if has_cached:
@@ -283,7 +290,7 @@ def _first_result_programs(data):
 
 def first_result_table(state, device, mode):
     """Exec to first correct result, one row per program; None when the run has none."""
-    data = state.data
+    data, note = state.data, state.joined.from_note
     if not any(row_key(name)[0] == "first_result" for name in data):
         return None
     headers = ["program"] + [f"{label} median" for _, label in FIRST_RESULT_PARTS]
@@ -293,12 +300,12 @@ def first_result_table(state, device, mode):
         row = [program + (" (the floor)" if program == FIRST_RESULT_FLOOR else "")]
         for part, _ in FIRST_RESULT_PARTS:
             name = f"first_result/{program}/{part}"
-            row.append(fmt_figure(figures.figure(data[name])) if name in data else "missing: no entry")
+            row.append(fmt_figure(figures.figure(data[name])) + note(name) if name in data else "missing: no entry")
         pair_name = f"pair/first_result/{program}/whole_process"
-        if program == FIRST_RESULT_FLOOR:
-            row.append("1 (the floor)" if pair_name not in data else fmt_pair(figures.pair(data[pair_name]), "raw_driver"))
-        elif pair_name in data:
-            row.append(fmt_pair(figures.pair(data[pair_name]), "raw_driver"))
+        if pair_name in data:
+            row.append(fmt_pair(figures.pair(data[pair_name]), "raw_driver") + note(pair_name))
+        elif program == FIRST_RESULT_FLOOR:
+            row.append("1 (the floor)")
         else:
             row.append("missing: no pair entry")
         table.rows.append(row)
@@ -350,7 +357,10 @@ def reduce_vs_cub_table(state, device, mode):
     table = Table(f"reduce_into vs AOT CUB per type: CUB time / cujit time, {state.label} ({device}, {mode} mode)",
                   ["type"] + [reduce_vs_cub.size_label(n) for n in sizes])
     for type_name in types:
-        table.rows.append([type_name] + [_goal_cell(by_key.get((type_name, n))) for n in sizes])
+        table.rows.append([type_name] + [_goal_cell(by_key.get((type_name, n)))
+                                         + state.joined.from_note(reduce_vs_cub.cujit_name(type_name, n),
+                                                                  reduce_vs_cub.cub_name(type_name, n))
+                                         for n in sizes])
     measured = reduce_vs_cub.measured(cells)
     below = sum(1 for cell, _, _ in measured if not cell.meets)
     table.notes += [
@@ -362,12 +372,64 @@ def reduce_vs_cub_table(state, device, mode):
     return table
 
 
-def simple_table(title, data, kind):
+def simple_table(title, joined, kind):
     """Benchmarks of one row_key kind ('peer', 'other') with their figures; None when none."""
-    names = sorted(name for name in data if row_key(name)[0] == kind)
+    names = sorted(name for name in joined.data if row_key(name)[0] == kind)
     if not names:
         return None
-    return Table(title, ["benchmark", "median"], [[f"`{n}`", fmt_figure(figures.figure(data[n]))] for n in names])
+    return Table(title, ["benchmark", "median"],
+                 [[f"`{n}`", fmt_figure(figures.figure(joined.data[n])) + joined.from_note(n)] for n in names])
+
+
+# ---------------------------------------------------------------------------------------
+# Files that are not one run, and benchmarks two files hold
+
+def _files(runs):
+    return ", ".join(f"`{os.path.basename(run.path)}`" for run in runs)
+
+
+def join_notes(joined, what):
+    """Lines saying that `what` (a column, the peers) joins files of different runs, or shows one
+    of two files' figures for some benchmarks; none for the parts of one run."""
+    lines = []
+    if joined.mixed:
+        records = "; ".join(f"{_files(group)}: {joining.record_text(group[0], joined.fields)}"
+                            for group in joined.groups)
+        fields = ", ".join(label for label, _ in joined.fields)
+        lines.append(f"**Not one run**: {what} joins files that differ in {fields}: {records}. "
+                     "Each figure names the run it came from.")
+    if joined.overwritten:
+        pairs = dict.fromkeys((o.shown.path, o.hidden.path) for o in joined.overwritten)
+        over = "; ".join(f"`{os.path.basename(shown)}` over `{os.path.basename(hidden)}`" for shown, hidden in pairs)
+        lines.append(f"**{len(joined.overwritten)} benchmarks are in two files** of {what}: the later file's "
+                     f"figures are shown ({over}); every one is listed in \"Benchmarks in two files, {what}\".")
+    return lines
+
+
+def joins(states, peers):
+    """(Joined, what it is in the report) of every column and of the peers."""
+    return [(state.joined, f"the {state.label} column") for state in states] + [(peers, "the peers")]
+
+
+def join_notes_of(runs):
+    """join_notes() over every column and the peers of a report over `runs`."""
+    return [line for joined, what in joins(figures.by_state(runs), figures.peers_of(runs))
+            for line in join_notes(joined, what)]
+
+
+def overwritten_table(joined, what):
+    """Every benchmark a later file took over, with both files (and their runs when they
+    differ); None when no name is in two files."""
+    if not joined.overwritten:
+        return None
+
+    def run_text(run):
+        label = joined.label(run)
+        return f"`{os.path.basename(run.path)}`" + (f" ({label})" if label else "")
+
+    return Table(f"Benchmarks in two files, {what}: the later file's shown",
+                 ["benchmark", "shown: from", "not shown: from"],
+                 [[f"`{o.name}`", run_text(o.shown), run_text(o.hidden)] for o in joined.overwritten])
 
 
 # ---------------------------------------------------------------------------------------
@@ -394,17 +456,21 @@ def build(runs):
         for table in (reduce_vs_cub_table(state, device, mode), first_result_table(state, device, mode)):
             if table:
                 tables.append(table)
-        other = simple_table(f"Other benchmarks, {state.label} ({device}, {mode} mode)", state.data, "other")
+        other = simple_table(f"Other benchmarks, {state.label} ({device}, {mode} mode)", state.joined, "other")
         if other:
             tables.append(other)
-    peers = simple_table("Peers (their JSON records no vendor-cache state or device)", figures.peers_of(runs), "peer")
-    if peers:
-        tables.append(peers)
+    peers = figures.peers_of(runs)
+    peer_table = simple_table("Peers (their JSON records no vendor-cache state or device)", peers, "peer")
+    if peer_table:
+        tables.append(peer_table)
+    tables += [table for table in (overwritten_table(j, what) for j, what in joins(states, peers)) if table]
     if states:
         heading = f"cujit benchmarks: {device}, {mode} mode, " + ", ".join(s.label for s in states)
     else:
         heading = "cujit benchmarks: no cujit run among these files"
-    return heading, [run_line(run) for run in runs], tables
+    # Above the runs: what a reader must know before reading a figure as one run's.
+    notes = [line for j, what in joins(states, peers) for line in join_notes(j, what)]
+    return heading, notes + [run_line(run) for run in runs], tables
 
 
 def l2_of(runs):
@@ -432,10 +498,14 @@ def to_markdown(heading, lines, tables):
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def _strong(escaped):
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
+
+
 def html_text(text):
-    """Escaped text with `code` spans kept."""
+    """Escaped text with `code` spans and **strong** spans kept."""
     parts = text.split("`")
-    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(parts))
+    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else _strong(html.escape(p)) for i, p in enumerate(parts))
 
 
 def to_html(tables):
@@ -446,8 +516,9 @@ def to_html(tables):
         for row in table.rows:
             cells = []
             for cell in row:
+                # A miss may be followed by the note of the run it came from.
                 bad = (cell.startswith(("error", "missing", "skipped", "not installed", "floor error"))
-                       or cell.endswith(BELOW_GOAL))
+                       or BELOW_GOAL in cell)
                 cells.append(f"<td{' class=bad' if bad else ''}>{html_text(cell)}</td>")
             out.append("<tr>" + "".join(cells) + "</tr>")
         out.append("</table>" + "".join(f"<p>{html_text(n)}</p>" for n in table.notes))

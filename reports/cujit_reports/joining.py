@@ -1,0 +1,153 @@
+"""Several benchmark files read as one table, with what joining them would hide kept in view.
+
+A report's column (one vendor-cache state), a history line and a side of the gate each read
+several files as one dict of benchmarks. Parts of one run join quietly: the GPU lane writes a
+run as one file per executable (bench_jit's families merged by bench/support/merge_results.py),
+all under one run record and each with benchmarks of its own. Two things make a join more than
+one run, and neither may pass unseen: files whose run records differ in what the times depend
+on (the commit and tree, the machine, its driver, the toolkit, the build), and a benchmark that
+two files both hold, of which a table can show one. A Joined keeps, for every benchmark, the
+run it came from, the run-record fields the files differ in and every name a later file took
+over. What they mean is each tool's call: the report says so beside every figure, the history
+and the gate refuse.
+"""
+import itertools
+from dataclasses import dataclass, field
+
+# Run-record fields that make two files two runs when they differ: what was measured (commit,
+# tree, build, mode) and where (the machine, its driver, the toolkit libraries, the vendor
+# cache). The date and the host load differ between parts of one run and are left out.
+RUN_RECORD = (
+    ("commit", "cujit_git_commit"),
+    ("tree", "cujit_git_tree"),
+    ("build type", "cujit_build_type"),
+    ("mode", "cujit_mode"),
+    ("device", "device"),
+    ("host CPU", "host_cpu_model"),
+    ("driver release", "driver_release"),
+    ("CUDA version", "driver_version"),
+    ("NVRTC", "nvrtc_version"),
+    ("NVRTC library", "nvrtc_library"),
+    ("nvJitLink", "nvjitlink_version"),
+    ("nvJitLink library", "nvjitlink_library"),
+    ("CCCL", "cccl_version"),
+    ("CUDA_MODULE_LOADING", "cuda_module_loading"),
+    ("vendor cache", "vendor_cache"),
+)
+# The fields a different build of the code changes, on the same machine and toolkit.
+COMMIT_FIELDS = ("cujit_git_commit", "cujit_git_tree")
+# Enough of a hash to tell commits apart in a cell; the runs' list shows the whole of it.
+SHORT_COMMIT = 7
+
+
+def same_value(key, a, b):
+    """Whether two runs agree on one run-record field. A commit matches its own abbreviation:
+    one record writes the short hash (1bcd7b6), another the full one. Unrecorded (None) matches
+    only unrecorded: a file that does not say cannot be taken for the same run."""
+    if key == "cujit_git_commit" and a and b:
+        a, b = a.lower(), b.lower()
+        return a.startswith(b) or b.startswith(a)
+    return a == b
+
+
+def _same_record(a, b):
+    return all(same_value(key, a.context.get(key), b.context.get(key)) for _, key in RUN_RECORD)
+
+
+def records(runs):
+    """The runs grouped by run record, in file order: [[run, ...], ...]; one group is one run."""
+    groups = []
+    for run in runs:
+        group = next((g for g in groups if _same_record(g[0], run)), None)
+        if group is None:
+            groups.append([run])
+        else:
+            group.append(run)
+    return groups
+
+
+def differing(groups):
+    """(label, key) of the RUN_RECORD fields on which any two of the groups disagree."""
+    heads = [group[0] for group in groups]
+    return [(label, key) for label, key in RUN_RECORD
+            if any(not same_value(key, a.context.get(key), b.context.get(key))
+                   for a, b in itertools.combinations(heads, 2))]
+
+
+def _value(run, key, short):
+    value = run.context.get(key)
+    if value is None:
+        return "not recorded"
+    return value[:SHORT_COMMIT] if short and key == "cujit_git_commit" else value
+
+
+def record_text(run, fields, short=False):
+    """'commit 1bcd7b6, tree unknown': the run's values of the given (label, key) fields."""
+    return ", ".join(f"{label} {_value(run, key, short)}" for label, key in fields)
+
+
+@dataclass
+class Overwritten:
+    """A benchmark two files hold: the table shows the later file's."""
+    name: str
+    shown: object  # bench_json.Run: the later file
+    hidden: object  # bench_json.Run: the earlier file
+
+
+@dataclass
+class Joined:
+    runs: list
+    data: dict = field(default_factory=dict)  # base name -> Benchmark, a later file's over an earlier one's
+    origin: dict = field(default_factory=dict)  # base name -> the Run its Benchmark came from
+    overwritten: list = field(default_factory=list)  # Overwritten, in the order the files came
+    groups: list = field(default_factory=list)  # records(runs)
+    fields: list = field(default_factory=list)  # differing(groups): empty for one run
+    _labels: dict = field(default_factory=dict, repr=False)  # id(run) -> label(run), set by join()
+
+    @property
+    def mixed(self):
+        """True when the files are more than one run."""
+        return bool(self.fields)
+
+    def label(self, run):
+        """The run's values of the fields the runs differ in ('commit 1bcd7b6, tree unknown');
+        '' when they are one run."""
+        return self._labels.get(id(run), "")
+
+    def from_note(self, *names):
+        """' [from commit 1bcd7b6, tree unknown]': the run the present names came from, each
+        named when they came from different runs; '' for one run or no name present."""
+        if not self.mixed:
+            return ""
+        present = [name for name in names if name in self.origin]
+        labels = [self.label(self.origin[name]) for name in present]
+        if not labels:
+            return ""
+        if len(set(labels)) == 1:
+            return f" [from {labels[0]}]"
+        return " [" + "; ".join(f"{name} from {label}" for name, label in zip(present, labels)) + "]"
+
+    def describe_runs(self):
+        """'commit 1bcd7b6, tree unknown: a.json, b.json; commit 259fe94..., tree modified: c.json':
+        whole values, each record with the paths of its files."""
+        return "; ".join(f"{record_text(group[0], self.fields)}: {', '.join(run.path for run in group)}"
+                         for group in self.groups)
+
+
+def join(runs):
+    """The Joined of `runs`, in the order given (a later file's benchmark over an earlier one's)."""
+    joined = Joined(list(runs))
+    for run in joined.runs:
+        for name, benchmark in run.benchmarks.items():
+            if name in joined.origin:
+                joined.overwritten.append(Overwritten(name, run, joined.origin[name]))
+            joined.data[name] = benchmark
+            joined.origin[name] = run
+    joined.groups = records(joined.runs)
+    joined.fields = differing(joined.groups)
+    if joined.mixed:
+        short = [record_text(group[0], joined.fields, short=True) for group in joined.groups]
+        # Two commits that differ only past the abbreviation keep their whole hashes.
+        labels = short if len(set(short)) == len(short) else [record_text(g[0], joined.fields) for g in joined.groups]
+        joined._labels = {id(run): label for group, label in zip(joined.groups, labels) for run in group}
+    return joined
