@@ -31,8 +31,9 @@ cujit's, and the pair shows it. A family without a pair is judged on its times a
 A side may be given as several files, the parts of one run (--baseline-part, --current-part):
 parts of different commits are refused unless --allow-mixed-commits, which names each part's
 commit above the table and beside every row; parts that differ in anything else the run
-record holds, or that both hold a benchmark, are always refused. A gate never judges a mix
-it was not told of, nor picks one of two measurements.
+record holds, or that both hold a benchmark, are always refused. One file merged from parts
+of different commits (bench/support/merge_results.py --allow-mixed-commits) is read as those
+parts, alike. A gate never judges a mix it was not told of, nor picks one of two measurements.
 
 Prints a markdown table and the failures by name. Exit 0 when nothing fails, 1 when
 something does, 2 on input it cannot use (a file that is not benchmark JSON, a missing or
@@ -85,8 +86,13 @@ class Side:
     joined: joining.Joined
 
     @property
+    def files(self):
+        """The side's paths, each once: the parts of a merged file are runs of one path."""
+        return list(dict.fromkeys(run.path for run in self.joined.runs))
+
+    @property
     def path(self):
-        return " + ".join(run.path for run in self.joined.runs)
+        return " + ".join(self.files)
 
     @property
     def context(self):
@@ -107,14 +113,16 @@ def side_problems(side, allow_mixed_commits=False):
     lines = []
     if refused:
         commits_only = all(key in joining.COMMIT_FIELDS for _, key in joined.fields)
-        lines.append(f"the {side.name} files are not one run: they differ in {', '.join(refused)}"
+        # One merged file of several commits is refused as its parts given one by one would be.
+        files = f"{side.name} files" if len(side.files) > 1 else f"{side.name} file's parts"
+        lines.append(f"the {files} are not one run: they differ in {', '.join(refused)}"
                      + ("; --allow-mixed-commits compares them, saying so" if commits_only else ""))
-        lines += [f"  {joining.record_text(group[0], joined.fields)}: {', '.join(run.path for run in group)}"
+        lines += [f"  {joining.record_text(group[0], joined.fields)}: {', '.join(run.where() for run in group)}"
                   for group in joined.groups]
     if joined.overwritten:
         lines.append(f"{len(joined.overwritten)} benchmarks are in two {side.name} files, and the gate does not "
                      "pick one of two measurements:")
-        lines += [f"  {o.name}: {o.hidden.path} and {o.shown.path}" for o in joined.overwritten]
+        lines += [f"  {o.name}: {o.hidden.where()} and {o.shown.where()}" for o in joined.overwritten]
     return lines
 
 

@@ -87,7 +87,7 @@ def one_run(group, state):
             f"({cujit.describe_runs()}); append each run on its own")
     joined = joining.join(group)
     if joined.overwritten:
-        clashes = "; ".join(f"{o.name} in {o.hidden.path} and {o.shown.path}" for o in joined.overwritten)
+        clashes = "; ".join(f"{o.name} in {o.hidden.where()} and {o.shown.where()}" for o in joined.overwritten)
         raise bench_json.SchemaError(f"{len(joined.overwritten)} benchmarks are in two {where} files, and a "
                                      f"history line holds one figure each: {clashes}")
     return joined

@@ -12,7 +12,7 @@ against CUB per type with its goals, cujit next to numba-cuda and cuda.core.
 Files of one state that are not one run (another commit, machine, driver or toolkit) or that
 hold the same benchmark are joined, and the report says so: above the runs, beside every
 figure (the run it came from) and in a table of the benchmarks a later file took over
-(cujit_reports/joining.py).
+(cujit_reports/joining.py). A file merged from parts of different commits is its parts.
 
 Usage: report.py [--out DIR] [--markdown FILE|-] FILE.json...
 """

@@ -2,7 +2,8 @@
 
 A run becomes a dict of Benchmark records keyed by a base name: the benchmark's name
 without Google Benchmark's decorations (/iterations:N, /repeats:N, /manual_time, the
-aggregate suffix). Times are in seconds.
+aggregate suffix). Times are in seconds. A file merged from parts (merge_results.py) keeps
+context.cujit_parts as Parts, each with its benchmarks' names, for joining.py.
 """
 import json
 import math
@@ -12,6 +13,9 @@ import stat
 from dataclasses import dataclass, field
 
 SCHEMA = "1"
+# How bench/support/merge_results.py --allow-mixed-commits writes a commit or tree its parts
+# differ in ("mixed: 1bcd7b6, 259fe94"); context.cujit_parts then says which part holds which.
+MIXED = "mixed: "
 _UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _DECORATIONS = re.compile(r"/(iterations|repeats|threads):\d+|/manual_time|/real_time")
 
@@ -38,10 +42,27 @@ class Benchmark:
 
 
 @dataclass
+class Part:
+    """One part of a merged file, as context.cujit_parts records it (merge_results.py)."""
+    family: str
+    commit: str  # None when the part's record had none
+    tree: str
+    names: list  # base names of the part's benchmarks, in file order
+
+
+@dataclass
 class Run:
     path: str
     context: dict
     benchmarks: dict
+    parts: list = field(default_factory=list)  # Part, for a merged file that records them
+    part: str = None  # the family, for a Run that is one part of a merged file (joining.py)
+
+    def where(self, short=False):
+        """The file ('out/bench_jit-cold.json'; its name alone when short) and, for one part of
+        a merged file, which one: 'bench_jit-cold.json (part scenarios)'."""
+        name = os.path.basename(self.path) if short else self.path
+        return name if self.part is None else f"{name} (part {self.part})"
 
     @property
     def label(self):
@@ -195,6 +216,12 @@ def _entry(check, where, entry, benchmarks):
     if not name:
         check.fail(f"{where}.{key}", "must not be empty")
     record = benchmarks.setdefault(name, Benchmark(name))
+    _measurement(check, where, entry, record)
+    return name
+
+
+def _measurement(check, where, entry, record):
+    """Adds one entry's time, aggregate, counters, error or skip to its Benchmark."""
     if check.flag(f"{where}.error_occurred", entry.get("error_occurred", False)):
         record.error = check.text(f"{where}.error_message", entry.get("error_message", "error"))
         return
@@ -230,10 +257,56 @@ def _entry(check, where, entry, benchmarks):
             record.counters.setdefault(counter, []).append(check.number(f"{where}.{counter}", value, -math.inf))
 
 
+def is_mixed(value):
+    """Whether a commit or tree value is merge_results.py's record of parts that differ in it."""
+    return isinstance(value, str) and value.startswith(MIXED)
+
+
+def _parts(check, context, entry_names):
+    """The Parts of context.cujit_parts, each with the names of its entries: merge_results.py
+    writes the parts' entries in the parts' order, `benchmarks` of them a part. [] when the
+    file records no parts. A file that says its commit or tree is mixed without saying which
+    part holds which, or whose counts do not cover its entries, cannot be read as its parts."""
+    records = context.get("cujit_parts")
+    if records is None:
+        for key in ("cujit_git_commit", "cujit_git_tree"):
+            if is_mixed(context.get(key)):
+                check.fail(f"context.{key}", f"is {context[key]!r}, but context.cujit_parts is missing: which "
+                           "benchmark is of which commit cannot be told")
+        return []
+    if not isinstance(records, list) or not records:
+        check.wrong("context.cujit_parts", "a non-empty list", records)
+    parts, start = [], 0
+    for i, record in enumerate(records):
+        where = f"context.cujit_parts[{i}]"
+        check.object(where, record)
+        family = check.text(f"{where}.family", record.get("family"))
+        commit, tree = record.get("commit"), record.get("tree")
+        for key, value in (("commit", commit), ("tree", tree)):
+            if value is not None:
+                check.text(f"{where}.{key}", value)
+        count = record.get("benchmarks")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            check.wrong(f"{where}.benchmarks", "a whole number >= 0", count)
+        names = entry_names[start:start + count]
+        start += count
+        parts.append(Part(family, commit, tree, list(dict.fromkeys(names))))
+    if start != len(entry_names):
+        check.fail("context.cujit_parts", f"counts {start} benchmark entries, and the file holds {len(entry_names)}")
+    owner = {}
+    for part in parts:
+        for name in part.names:
+            if owner.setdefault(name, part) is not part:
+                check.fail("context.cujit_parts", f"puts entries of {name} in parts {owner[name].family} and "
+                           f"{part.family}: the counts do not follow the benchmarks")
+    return parts
+
+
 def load(path):
     """A Run from cujit benchmark JSON. Anything a report cannot use (not a regular file,
     not JSON, a missing or mistyped field, a time that is NaN, infinite or negative, no
-    benchmarks at all) is a SchemaError naming the file and the field."""
+    benchmarks at all; context.cujit_parts that does not account for the entries) is a
+    SchemaError naming the file and the field."""
     doc = parse_json(path, read_text(path))
     check = _Checker(path)
     check.object("the top level", doc)
@@ -246,10 +319,9 @@ def load(path):
     if not entries:
         check.fail("benchmarks", "is empty: there is nothing to report")
     benchmarks = {}
-    for i, entry in enumerate(entries):
-        _entry(check, f"benchmarks[{i}]", entry, benchmarks)
+    entry_names = [_entry(check, f"benchmarks[{i}]", entry, benchmarks) for i, entry in enumerate(entries)]
     for record in benchmarks.values():
         if record.samples and record.median is None:
             ordered = sorted(record.samples)
             record.median = ordered[len(ordered) // 2]
-    return Run(path, context, benchmarks)
+    return Run(path, context, benchmarks, _parts(check, context, entry_names))

@@ -10,9 +10,16 @@ two files both hold, of which a table can show one. A Joined keeps, for every be
 run it came from, the run-record fields the files differ in and every name a later file took
 over. What they mean is each tool's call: the report says so beside every figure, the history
 and the gate refuse.
+
+A merged file whose parts are not one run (merge_results.py --allow-mixed-commits: its
+commit reads "mixed: 1bcd7b6, 259fe94") is joined as those parts, each with its own commit
+and benchmarks, so that one such file is said, labelled and refused as its parts would be.
 """
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
+
+from . import bench_json
 
 # Run-record fields that make two files two runs when they differ: what was measured (commit,
 # tree, build, mode) and where (the machine, its driver, the toolkit libraries, the vendor
@@ -74,11 +81,20 @@ def differing(groups):
                    for a, b in itertools.combinations(heads, 2))]
 
 
+def _short_commit(value):
+    """A hash cut to SHORT_COMMIT; anything else ('unknown') whole. A mixed value keeps every
+    hash it lists: 'mixed: 1bcd7b6, 259fe94'."""
+    if bench_json.is_mixed(value):
+        return bench_json.MIXED + ", ".join(map(_short_commit, value[len(bench_json.MIXED):].split(", ")))
+    is_hash = bool(value) and all(c in "0123456789abcdefABCDEF" for c in value)
+    return value[:SHORT_COMMIT] if is_hash else value
+
+
 def _value(run, key, short):
     value = run.context.get(key)
     if value is None:
         return "not recorded"
-    return value[:SHORT_COMMIT] if short and key == "cujit_git_commit" else value
+    return _short_commit(value) if short and key == "cujit_git_commit" else value
 
 
 def record_text(run, fields, short=False):
@@ -129,14 +145,44 @@ class Joined:
 
     def describe_runs(self):
         """'commit 1bcd7b6, tree unknown: a.json, b.json; commit 259fe94..., tree modified: c.json':
-        whole values, each record with the paths of its files."""
-        return "; ".join(f"{record_text(group[0], self.fields)}: {', '.join(run.path for run in group)}"
+        whole values, each record with the paths of its files (and parts of a merged file)."""
+        return "; ".join(f"{record_text(group[0], self.fields)}: {', '.join(run.where() for run in group)}"
                          for group in self.groups)
 
 
+def _part_run(run, part):
+    """One part of a merged file as a run of its own: the file's record with the part's commit
+    and tree, and the part's benchmarks."""
+    context = {key: value for key, value in run.context.items() if key not in ("cujit_parts", "cujit_families")}
+    for key, value in (("cujit_git_commit", part.commit), ("cujit_git_tree", part.tree)):
+        if value is None:
+            context.pop(key, None)
+        else:
+            context[key] = value
+    benchmarks = {name: run.benchmarks[name] for name in part.names}
+    return dataclasses.replace(run, context=context, benchmarks=benchmarks, parts=[], part=part.family)
+
+
+def parts_of(run):
+    """The runs one file stands for: its parts when they are not one run (their records differ,
+    or the file's commit or tree reads "mixed: ..."), else the file itself. SchemaError when the
+    file says mixed and its parts all record one commit and tree: it contradicts itself."""
+    if not run.parts:
+        return [run]
+    parts = [_part_run(run, part) for part in run.parts]
+    if differing(records(parts)):
+        return parts
+    said_mixed = [key for key in COMMIT_FIELDS if bench_json.is_mixed(run.context.get(key))]
+    if said_mixed:
+        raise bench_json.SchemaError(f"{run.path}: context.{said_mixed[0]} is {run.context[said_mixed[0]]!r}, "
+                                     "but every part in context.cujit_parts records the same commit and tree")
+    return [run]
+
+
 def join(runs):
-    """The Joined of `runs`, in the order given (a later file's benchmark over an earlier one's)."""
-    joined = Joined(list(runs))
+    """The Joined of `runs`, in the order given (a later file's benchmark over an earlier one's);
+    a merged file of several commits stands for its parts (parts_of)."""
+    joined = Joined([part for run in runs for part in parts_of(run)])
     for run in joined.runs:
         for name, benchmark in run.benchmarks.items():
             if name in joined.origin:

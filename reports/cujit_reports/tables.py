@@ -385,7 +385,7 @@ def simple_table(title, joined, kind):
 # Files that are not one run, and benchmarks two files hold
 
 def _files(runs):
-    return ", ".join(f"`{os.path.basename(run.path)}`" for run in runs)
+    return ", ".join(f"`{run.where(short=True)}`" for run in runs)
 
 
 def join_notes(joined, what):
@@ -399,8 +399,8 @@ def join_notes(joined, what):
         lines.append(f"**Not one run**: {what} joins files that differ in {fields}: {records}. "
                      "Each figure names the run it came from.")
     if joined.overwritten:
-        pairs = dict.fromkeys((o.shown.path, o.hidden.path) for o in joined.overwritten)
-        over = "; ".join(f"`{os.path.basename(shown)}` over `{os.path.basename(hidden)}`" for shown, hidden in pairs)
+        pairs = dict.fromkeys((o.shown.where(short=True), o.hidden.where(short=True)) for o in joined.overwritten)
+        over = "; ".join(f"`{shown}` over `{hidden}`" for shown, hidden in pairs)
         lines.append(f"**{len(joined.overwritten)} benchmarks are in two files** of {what}: the later file's "
                      f"figures are shown ({over}); every one is listed in \"Benchmarks in two files, {what}\".")
     return lines
@@ -425,7 +425,7 @@ def overwritten_table(joined, what):
 
     def run_text(run):
         label = joined.label(run)
-        return f"`{os.path.basename(run.path)}`" + (f" ({label})" if label else "")
+        return f"`{run.where(short=True)}`" + (f" ({label})" if label else "")
 
     return Table(f"Benchmarks in two files, {what}: the later file's shown",
                  ["benchmark", "shown: from", "not shown: from"],

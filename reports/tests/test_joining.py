@@ -1,7 +1,8 @@
 """Several files read as one run: parts of one run join quietly; files of different commits
 are said in the report beside every figure, and refused by the history and by the gate
 (unless --allow-mixed-commits); a benchmark two files hold is listed with both files by the
-report and refused by the history and the gate. Synthetic runs built from the golden ones."""
+report and refused by the history and the gate. One file merged from parts of several commits
+is read as those parts. Synthetic runs built from the golden ones."""
 import json
 import os
 import sys
@@ -240,6 +241,168 @@ class GateJoinTest(unittest.TestCase):
         self.assertIn("3 benchmarks are in two baseline files, and the gate does not pick one of two measurements:",
                       err)
         self.assertIn(f"  cujit/e2e_cubin/tiny: {path} and {path}", err)
+
+
+def merged_doc(parts):
+    """What bench/support/merge_results.py writes for [(family, doc)]: the first part's record,
+    a commit or tree the parts differ in as "mixed: a, b", each part in cujit_parts."""
+    context = dict(parts[0][1]["context"])
+    for key in joining.COMMIT_FIELDS:
+        values = []
+        for _, doc in parts:
+            if not any(joining.same_value(key, doc["context"].get(key), seen) for seen in values):
+                values.append(doc["context"].get(key))
+        context[key] = values[0] if len(values) == 1 else bench_json.MIXED + ", ".join(map(str, values))
+    context["cujit_families"] = [family for family, _ in parts]
+    context["cujit_parts"] = [{"family": family, "file": f"parts/{family}.json",
+                               "commit": doc["context"].get("cujit_git_commit"),
+                               "tree": doc["context"].get("cujit_git_tree"),
+                               "benchmarks": len(doc["benchmarks"])} for family, doc in parts]
+    return {"context": context, "benchmarks": [entry for _, doc in parts for entry in doc["benchmarks"]]}
+
+
+def split_doc(name, commit=OTHER, tree="clean"):
+    """[("rest", ...), ("raw", ...)]: golden `name` in two parts, raw/ of `commit` and `tree`."""
+    doc = _doc(name)
+    rest = dict(doc, benchmarks=[b for b in doc["benchmarks"] if not b["name"].startswith("raw/")])
+    raw = dict(doc, benchmarks=[b for b in doc["benchmarks"] if b["name"].startswith("raw/")],
+               context=dict(doc["context"], cujit_git_commit=commit, cujit_git_tree=tree))
+    return [("rest", rest), ("raw", raw)]
+
+
+class MixedValueTest(unittest.TestCase):
+    """A commit that reads "mixed: ..." keeps every hash when labels shorten commits."""
+
+    def run_of(self, path, commit):
+        return bench_json.Run(path, {"cujit_git_commit": commit, "cujit_git_tree": "clean"}, {})
+
+    def test_a_mixed_commit_is_shortened_hash_by_hash(self):
+        fields = [("commit", "cujit_git_commit")]
+        run = self.run_of("m.json", f"mixed: {FULL}, {OTHER}")
+        self.assertEqual(joining.record_text(run, fields, short=True), "commit mixed: 0123456, fedcba9")
+        self.assertEqual(joining.record_text(run, fields), f"commit mixed: {FULL}, {OTHER}")
+        unknown = self.run_of("u.json", f"mixed: {FULL}, not recorded, unknown")
+        self.assertEqual(joining.record_text(unknown, fields, short=True), "commit mixed: 0123456, not recorded, unknown")
+
+    def test_a_joined_label_of_a_mixed_commit_names_its_hashes(self):
+        mixed, plain = self.run_of("m.json", f"mixed: {FULL}, {OTHER}"), self.run_of("p.json", FULL)
+        joined = joining.join([mixed, plain])
+        self.assertEqual(joined.label(mixed), "commit mixed: 0123456, fedcba9")
+        self.assertEqual(joined.label(plain), "commit 0123456")
+
+
+class MergedFileTest(unittest.TestCase):
+    """One file merged from parts of several commits (merge_results.py --allow-mixed-commits)
+    is read as its parts: said by the report, refused by the history and, unless
+    --allow-mixed-commits, by the gate, exactly as those parts given one by one are."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def merged(self, parts, name="merged.json"):
+        return _write(self.tmp.name, name, merged_doc(parts))
+
+    def test_the_gate_refuses_a_merged_baseline_of_two_commits_naming_the_file_and_its_parts(self):
+        path = self.merged(split_doc("gate_base.json"))
+        code, out, err = gate(path, golden("gate_same.json"))
+        self.assertEqual(code, 2)
+        self.assertEqual(out, "")
+        self.assertIn("compare: the baseline file's parts are not one run: they differ in commit; "
+                      "--allow-mixed-commits compares them, saying so", err)
+        self.assertIn(f"  commit {FULL}: {path} (part rest)", err)
+        self.assertIn(f"  commit {OTHER}: {path} (part raw)", err)
+
+    def test_the_gate_refuses_a_merged_current_of_two_commits_and_trees(self):
+        path = self.merged(split_doc("gate_same.json", tree="modified"))
+        code, _, err = gate(golden("gate_base.json"), path)
+        self.assertEqual(code, 2)
+        self.assertIn("the current file's parts are not one run: they differ in commit, tree;", err)
+        self.assertIn(f"  commit {OTHER}, tree modified: {path} (part raw)", err)
+
+    def test_allowed_the_gate_names_each_parts_commit_above_the_table_and_beside_every_row(self):
+        path = self.merged(split_doc("gate_base.json"))
+        code, out, err = gate(path, golden("gate_same.json"), "--allow-mixed-commits")
+        self.assertEqual(code, 0, err)
+        self.assertIn("Baseline: parts of several commits (below)", out)
+        self.assertIn("**The baseline joins runs of different commits** (--allow-mixed-commits): "
+                      f"commit {FULL}: {path} (part rest); commit {OTHER}: {path} (part raw).", out)
+        self.assertIn("| `raw/e2e_cubin/tiny` [baseline from commit fedcba9] |", out)
+        self.assertIn("| `cujit/e2e_cubin/tiny` [baseline from commit 0123456] |", out)
+
+    def test_a_merged_file_of_one_commit_is_one_run(self):
+        path = self.merged(split_doc("gate_base.json", commit=FULL[:7]))
+        code, out, err = gate(path, golden("gate_same.json"))
+        self.assertEqual(code, 0, err)
+        self.assertIn(f"Baseline: commit {FULL} (clean tree)", out)
+        self.assertNotIn("[baseline from", out)
+
+    def test_the_file_merge_results_writes_is_refused_too(self):
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "support"))
+        self.addCleanup(sys.path.remove, sys.path[0])
+        import merge_results
+        parts = [f"{family}={_write(self.tmp.name, family + '.json', doc)}"
+                 for family, doc in split_doc("gate_base.json")]
+        path = os.path.join(self.tmp.name, "merged.json")
+        self.assertEqual(quiet(merge_results.main, ["--allow-mixed-commits", path, *parts])[0], 0)
+        code, _, err = gate(path, golden("gate_same.json"))
+        self.assertEqual(code, 2)
+        self.assertIn(f"  commit {OTHER}: {path} (part raw)", err)
+
+    def test_a_mixed_commit_without_its_parts_is_refused_naming_the_file(self):
+        doc = merged_doc(split_doc("gate_base.json"))
+        del doc["context"]["cujit_parts"]
+        path = _write(self.tmp.name, "merged.json", doc)
+        code, _, err = gate(path, golden("gate_same.json"), "--allow-mixed-commits")
+        self.assertEqual(code, 2)
+        self.assertIn(f"compare: {path}: context.cujit_git_commit is 'mixed: {FULL}, {OTHER}', but "
+                      "context.cujit_parts is missing", err)
+
+    def test_parts_whose_counts_miss_the_entries_are_refused(self):
+        doc = merged_doc(split_doc("gate_base.json"))
+        doc["context"]["cujit_parts"][0]["benchmarks"] -= 1
+        path = _write(self.tmp.name, "merged.json", doc)
+        code, _, err = gate(path, golden("gate_same.json"), "--allow-mixed-commits")
+        self.assertEqual(code, 2)
+        self.assertIn(f"{path}: context.cujit_parts counts 38 benchmark entries, and the file holds 39", err)
+
+    def test_a_mixed_record_over_parts_of_one_commit_is_refused(self):
+        doc = merged_doc(split_doc("gate_base.json"))
+        doc["context"]["cujit_parts"][1]["commit"] = FULL
+        path = _write(self.tmp.name, "merged.json", doc)
+        code, _, err = gate(path, golden("gate_same.json"), "--allow-mixed-commits")
+        self.assertEqual(code, 2)
+        self.assertIn("every part in context.cujit_parts records the same commit and tree", err)
+
+    def reduce_parts(self):
+        """[(family, doc)]: two bench_reduce parts, the second of OTHER with a modified tree."""
+        docs = []
+        for family, cells, commit, tree in (("int", {("int32", 1024): (10.0, 9.0)}, FULL, "clean"),
+                                            ("float", {("float64", 1024): (20.0, 19.0)}, OTHER, "modified")):
+            with open(recommit(reduce_run(self.tmp.name, cells, f"{family}.json"), commit, tree), encoding="utf-8") as f:
+                docs.append((family, json.load(f)))
+        return docs
+
+    def test_the_report_says_a_merged_file_of_two_commits_is_not_one_run(self):
+        path = self.merged(self.reduce_parts(), "bench_reduce-cold.json")
+        text, err = report_of(path)
+        self.assertIn("- **Not one run**: the cold (vendor cache off) column joins files that differ in commit, "
+                      f"tree: `bench_reduce-cold.json (part int)`: commit {FULL}, tree clean; "
+                      f"`bench_reduce-cold.json (part float)`: commit {OTHER}, tree modified.", text)
+        self.assertIn("Not one run", err)
+        rows = by_type(table(text, TITLE))
+        self.assertEqual(rows["int32"]["2^10"], "90.0% [from commit 0123456, tree clean]")
+        self.assertEqual(rows["float64"]["2^10"], "95.0% [from commit fedcba9, tree modified]")
+
+    def test_history_refuses_a_merged_file_of_two_commits_naming_its_parts(self):
+        path = self.merged(self.reduce_parts(), "bench_reduce-cold.json")
+        history_path = os.path.join(self.tmp.name, "history.jsonl")
+        code, _, err = quiet(history.main, ["append", history_path, path])
+        self.assertEqual(code, 2)
+        self.assertIn("files are not one run: they differ in commit, tree", err)
+        self.assertIn(f"commit {FULL}, tree clean: {path} (part int)", err)
+        self.assertIn(f"commit {OTHER}, tree modified: {path} (part float)", err)
+        self.assertFalse(os.path.exists(history_path))
 
 
 if __name__ == "__main__":
