@@ -34,6 +34,12 @@ case "${1:-}" in
   --quick) mode=quick; shift ;;
   --gate) mode=gate; baseline=${2:?--gate needs the baseline directory}; shift 2 ;;
 esac
+# The measured code's digest, from its files (ci/source_digest.py), for every run record:
+# right even where this tree's git metadata is not the project's (a copied tree).
+if [ -z "${CUJIT_SOURCE_DIGEST:-}" ]; then
+  CUJIT_SOURCE_DIGEST=$(python3 ci/source_digest.py 2>/dev/null) || CUJIT_SOURCE_DIGEST=unknown
+fi
+export CUJIT_SOURCE_DIGEST
 out=${1:-${OUT:-cujit-out/bench-$(date -u +%Y%m%dT%H%M%SZ)}}
 build=${BUILD:-build/default}
 mkdir -p "$out"

@@ -72,7 +72,8 @@ def fallback_record(reason):
     except OSError:
         load = "unknown"
     return {"run_record_source": f"run.py fallback ({reason})", "cujit_schema": SCHEMA,
-            "cujit_git_commit": _git_commit(), "cujit_git_tree": "unknown", "cujit_mode": "full", "device": device, "driver_release": release,
+            "cujit_git_commit": _git_commit(), "cujit_git_tree": "unknown",
+            "cujit_source_digest": os.environ.get("CUJIT_SOURCE_DIGEST") or "unknown", "cujit_mode": "full", "device": device, "driver_release": release,
             "vendor_cache": "cold" if os.environ.get("CUDA_CACHE_DISABLE") == "1" else "vendor-cache-warm",
             "cuda_module_loading": os.environ.get("CUDA_MODULE_LOADING", "unset"), "host_cpu_model": cpu,
             "host_load_avg": load, "host_name": platform.node(), "date": time.strftime("%Y-%m-%dT%H:%M:%S")}

@@ -119,6 +119,22 @@ std::optional<std::string> git(std::vector<std::string> global, const std::vecto
   return capture_stdout(words, {.search_path = true, .quiet_stderr = true});
 }
 
+// CUJIT_SOURCE_DIGEST, which ci/bench.sh sets from ci/source_digest.py: the digest of the
+// measured code's files, right even where the commit is not (a copied tree); "unknown" when
+// unset or not 16 lower-case hex digits.
+std::string source_digest() {
+  const char* env = std::getenv("CUJIT_SOURCE_DIGEST");
+  if (env == nullptr || *env == '\0') return "unknown";
+  const std::string digest(env);
+  bool hex = digest.size() == 16;
+  for (const char c : digest) {
+    hex = hex && std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(static_cast<unsigned char>(c));
+  }
+  if (hex) return digest;
+  std::fprintf(stderr, "cujit bench: CUJIT_SOURCE_DIGEST is not 16 lower-case hex digits; recorded as unknown\n");
+  return "unknown";
+}
+
 struct Commit {
   std::string hash;
   std::string tree;  // clean / modified / unknown
@@ -219,6 +235,7 @@ void add_run_record(bool quick) {
   const Commit commit = git_commit();
   add("cujit_git_commit", commit.hash);
   add("cujit_git_tree", commit.tree);
+  add("cujit_source_digest", source_digest());
   add("cujit_build_type", CUJIT_BUILD_TYPE);
   add("cujit_mode", quick ? "quick" : "full");
   add("nvrtc_version", nvrtc_version());

@@ -90,7 +90,8 @@ _COUNTER_SKIP = {"name", "run_name", "run_type", "repetitions", "repetition_inde
 MAX_BYTES = 256 << 20
 
 # Context fields shown in reports and history: text when present.
-_CONTEXT_TEXT = ("cujit_version", "cujit_git_commit", "cujit_git_tree", "cujit_build_type", "cujit_mode",
+_CONTEXT_TEXT = ("cujit_version", "cujit_git_commit", "cujit_git_tree", "cujit_source_digest", "cujit_build_type",
+                 "cujit_mode",
                  "device", "driver_version", "driver_release", "nvrtc_version", "nvrtc_library",
                  "nvrtc_identity", "nvjitlink_version", "nvjitlink_library", "nvjitlink_identity",
                  "cccl_version", "vendor_cache", "cuda_module_loading", "host_cpu_model", "host_load_avg",

@@ -27,6 +27,7 @@ from . import bench_json
 RUN_RECORD = (
     ("commit", "cujit_git_commit"),
     ("tree", "cujit_git_tree"),
+    ("source digest", "cujit_source_digest"),
     ("build type", "cujit_build_type"),
     ("mode", "cujit_mode"),
     ("device", "device"),
@@ -42,7 +43,7 @@ RUN_RECORD = (
     ("vendor cache", "vendor_cache"),
 )
 # The fields a different build of the code changes, on the same machine and toolkit.
-COMMIT_FIELDS = ("cujit_git_commit", "cujit_git_tree")
+COMMIT_FIELDS = ("cujit_git_commit", "cujit_git_tree", "cujit_source_digest")
 # Enough of a hash to tell commits apart in a cell; the runs' list shows the whole of it.
 SHORT_COMMIT = 7
 
@@ -50,7 +51,11 @@ SHORT_COMMIT = 7
 def same_value(key, a, b):
     """Whether two runs agree on one run-record field. A commit matches its own abbreviation:
     one record writes the short hash (1bcd7b6), another the full one. Unrecorded (None) matches
-    only unrecorded: a file that does not say cannot be taken for the same run."""
+    only unrecorded: a file that does not say cannot be taken for the same run; the source
+    digest, newer than most files and absent from runs outside ci/bench.sh, is compared only
+    where both runs record it."""
+    if key == "cujit_source_digest" and (a in (None, "unknown") or b in (None, "unknown")):
+        return True  # recorded since ci/source_digest.py; older files and bare runs say nothing
     if key == "cujit_git_commit" and a and b:
         a, b = a.lower(), b.lower()
         return a.startswith(b) or b.startswith(a)

@@ -54,6 +54,33 @@ class SameRunTest(unittest.TestCase):
         self.assertFalse(joining.same_value("cujit_git_tree", "clean", "modified"))
 
 
+class SourceDigestTest(unittest.TestCase):
+    def test_compared_only_where_both_runs_record_it(self):
+        self.assertTrue(joining.same_value("cujit_source_digest", "722e32de3eaa7e64", "722e32de3eaa7e64"))
+        self.assertFalse(joining.same_value("cujit_source_digest", "722e32de3eaa7e64", "0000000000000000"))
+        self.assertTrue(joining.same_value("cujit_source_digest", None, "722e32de3eaa7e64"))
+        self.assertTrue(joining.same_value("cujit_source_digest", "unknown", "722e32de3eaa7e64"))
+
+    def test_one_commit_of_two_codes_is_not_one_run(self):
+        # A copied tree whose git HEAD is stale records the same commit for different code:
+        # the digest of the files tells them apart.
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for name, digest, cells in (("bench_reduce-cold.json", "1111111111111111", {("int32", 1024): (10.0, 9.0)}),
+                                        ("bench_reduce-b-cold.json", "2222222222222222",
+                                         {("float64", 1024): (20.0, 19.0)})):
+                path = recommit(reduce_run(tmp, cells, name), FULL)
+                with open(path, encoding="utf-8") as f:
+                    doc = json.load(f)
+                doc["context"]["cujit_source_digest"] = digest
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(doc, f)
+                paths.append(path)
+            text, _ = report_of(*paths)
+            self.assertIn("Not one run", text)
+            self.assertIn("source digest", text)
+
+
 class ReportJoinTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()

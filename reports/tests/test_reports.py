@@ -480,7 +480,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # The run record the benchmarks write into their JSON's context (docs/benchmarks.md, "Run
 # record"), beside Google Benchmark's own fields.
-RECORD_FIELDS = ["cujit_schema", "cujit_version", "cujit_git_commit", "cujit_git_tree", "cujit_build_type",
+RECORD_FIELDS = ["cujit_schema", "cujit_version", "cujit_git_commit", "cujit_git_tree", "cujit_source_digest",
+                 "cujit_build_type",
                  "cujit_mode", "nvrtc_version", "nvrtc_library", "nvrtc_identity", "nvjitlink_version",
                  "nvjitlink_library", "nvjitlink_identity", "cccl_version", "device", "driver_version",
                  "driver_release", "vendor_cache", "cuda_module_loading", "host_cpu_model", "host_load_avg"]
@@ -584,6 +585,19 @@ class RunRecordTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("CUJIT_GIT_COMMIT is not a lower-case hex commit hash; ignored", done.stderr)
         self.assertNotEqual(bench_json.load(out).context["cujit_git_commit"], "not a hash; rm -rf")
+
+    def test_the_source_digest_is_what_bench_sh_computed(self):
+        digest = subprocess.run([sys.executable, os.path.join(self.source, "ci", "source_digest.py"), "--root",
+                                 self.source], capture_output=True, text=True, check=True).stdout.strip()
+        run, _ = self.record("digest", env_set={"CUJIT_SOURCE_DIGEST": digest})
+        self.assertEqual(run.context["cujit_source_digest"], digest)
+        # Not set (a bare run of the executable) or not a digest: "unknown", never the text.
+        bare, _ = self.record("no_digest", env_unset=["CUJIT_SOURCE_DIGEST"])
+        self.assertEqual(bare.context["cujit_source_digest"], "unknown")
+        done, out = self.run_bench("bad_digest", env_set={"CUJIT_SOURCE_DIGEST": "$(reboot)"})
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("CUJIT_SOURCE_DIGEST is not 16 lower-case hex digits", done.stderr)
+        self.assertEqual(bench_json.load(out).context["cujit_source_digest"], "unknown")
 
     def test_every_field_is_recorded_and_follows_the_environment(self):
         run, heads = self.record("warm")
