@@ -37,7 +37,10 @@ esac
 # The measured code's digest, from its files (ci/source_digest.py), for every run record:
 # right even where this tree's git metadata is not the project's (a copied tree).
 if [ -z "${CUJIT_SOURCE_DIGEST:-}" ]; then
-  CUJIT_SOURCE_DIGEST=$(python3 ci/source_digest.py 2>/dev/null) || CUJIT_SOURCE_DIGEST=unknown
+  if ! CUJIT_SOURCE_DIGEST=$(python3 ci/source_digest.py); then
+    echo "cujit bench: no source digest (ci/source_digest.py failed); the records say unknown" >&2
+    CUJIT_SOURCE_DIGEST=unknown
+  fi
 fi
 export CUJIT_SOURCE_DIGEST
 out=${1:-${OUT:-cujit-out/bench-$(date -u +%Y%m%dT%H%M%SZ)}}

@@ -20,6 +20,7 @@ two different trees share a byte stream. Printed as its first 16 hex digits.
 import argparse
 import hashlib
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -58,38 +59,54 @@ def _tree_files(root):
     return files
 
 
+class DigestError(Exception):
+    """A file or commit the digest cannot be taken of, named."""
+
+
 def _read(path):
     if os.path.islink(path):
         return os.readlink(path).encode()
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would hang the read, a device worse
+        raise DigestError(f"{path} is not a regular file")
     with open(path, "rb") as f:
         return f.read()
 
 
+def _git(root, args, stdin=None):
+    done = subprocess.run(["git", "-C", root, *args], input=stdin, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise DigestError(f"git {' '.join(args[:2])} failed: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
 def _commit_files(root, commit):
-    """{relative path: bytes} of SOURCES in `commit` of the repository at `root`."""
-    listing = subprocess.run(["git", "-C", root, "ls-tree", "-r", "-z", "--full-tree", commit, "--", *SOURCES],
-                             capture_output=True, check=False)
-    if listing.returncode != 0:
-        print(f"source_digest: git ls-tree {commit} failed: {listing.stderr.decode(errors='replace').strip()}",
-              file=sys.stderr)
-        raise SystemExit(2)
+    """{relative path: bytes} of SOURCES in `commit` of the repository at `root`, as stored:
+    a checkout writes the same bytes while no .gitattributes filter (end-of-line conversion,
+    ident, LFS) applies to these folders, as none does here."""
+    # --end-of-options: a value starting with "-" is a revision, never an option.
+    sha = _git(root, ["rev-parse", "--verify", "--end-of-options", commit + "^{commit}"]).decode().strip()
+    listing = _git(root, ["ls-tree", "-r", "-z", "--full-tree", sha, "--", *SOURCES])
     entries = []
-    for record in listing.stdout.split(b"\0"):
+    for record in listing.split(b"\0"):
         if not record:
             continue
         meta, path = record.split(b"\t", 1)
         mode, kind, blob = meta.split(b" ")
         if kind == b"blob":
-            entries.append((path.decode(), blob.decode()))
-    files = {}
+            if b"\n" in path:
+                raise DigestError(f"{commit} holds a path with a newline: {path!r}")
+            entries.append((path.decode(errors="surrogateescape"), mode))
     if not entries:
-        return files
-    batch = subprocess.run(["git", "-C", root, "cat-file", "--batch"], input="".join(b + "\n" for _, b in entries).encode(),
-                           capture_output=True, check=True).stdout
-    at = 0
-    for path, _ in entries:
+        raise DigestError(f"{commit} holds none of {', '.join(SOURCES)}")
+    requests = "".join(f"{sha}:{path}\n" for path, _ in entries).encode(errors="surrogateescape")
+    batch = _git(root, ["cat-file", "--batch"], stdin=requests)
+    files, at = {}, 0
+    for path, mode in entries:
         header_end = batch.index(b"\n", at)
-        size = int(batch[at:header_end].split(b" ")[2])
+        header = batch[at:header_end].split(b" ")
+        if len(header) != 3:
+            raise DigestError(f"git cat-file has no blob for {sha}:{path}: {batch[at:header_end]!r}")
+        size = int(header[2])
         files[path] = batch[header_end + 1:header_end + 1 + size]
         at = header_end + 1 + size + 1  # the content, then a newline
     return files
@@ -142,6 +159,12 @@ def self_test():
         os.remove(os.path.join(root, "core/src/new.cpp"))
         os.rename(os.path.join(root, "bench/b.cpp"), os.path.join(root, "bench/c.cpp"))
         assert tree_digest(root) != first, "a renamed source left the digest as it was"
+        os.mkfifo(os.path.join(root, "core/src/pipe"))
+        try:
+            tree_digest(root)
+            raise AssertionError("a FIFO among the sources was read")
+        except DigestError as error:
+            assert "not a regular file" in str(error), error
     print("source_digest: self-test passed")
 
 
@@ -154,7 +177,16 @@ def main():
     if args.self_test:
         self_test()
         return 0
-    print(commit_digest(args.root, args.at) if args.at else tree_digest(args.root))
+    try:
+        if args.at is not None:
+            if not args.at:
+                raise DigestError("--at needs a commit")
+            print(commit_digest(args.root, args.at))
+        else:
+            print(tree_digest(args.root))
+    except (DigestError, OSError) as error:
+        print(f"source_digest: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

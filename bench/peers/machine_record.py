@@ -42,6 +42,12 @@ def _git_commit():
     return "unknown"
 
 
+def _source_digest():
+    """As bench_jit's record: CUJIT_SOURCE_DIGEST when it is 16 lower-case hex digits."""
+    digest = os.environ.get("CUJIT_SOURCE_DIGEST", "")
+    return digest if len(digest) == 16 and all(c in "0123456789abcdef" for c in digest) else "unknown"
+
+
 def fallback_record(reason):
     """The run record's main fields, from Python, for when bench_jit cannot write it."""
     device = "unknown"
@@ -73,7 +79,7 @@ def fallback_record(reason):
         load = "unknown"
     return {"run_record_source": f"run.py fallback ({reason})", "cujit_schema": SCHEMA,
             "cujit_git_commit": _git_commit(), "cujit_git_tree": "unknown",
-            "cujit_source_digest": os.environ.get("CUJIT_SOURCE_DIGEST") or "unknown", "cujit_mode": "full", "device": device, "driver_release": release,
+            "cujit_source_digest": _source_digest(), "cujit_mode": "full", "device": device, "driver_release": release,
             "vendor_cache": "cold" if os.environ.get("CUDA_CACHE_DISABLE") == "1" else "vendor-cache-warm",
             "cuda_module_loading": os.environ.get("CUDA_MODULE_LOADING", "unset"), "host_cpu_model": cpu,
             "host_load_avg": load, "host_name": platform.node(), "date": time.strftime("%Y-%m-%dT%H:%M:%S")}

@@ -121,6 +121,7 @@ def merge(parts):
     context["cujit_parts"] = [{"family": part.family, "file": part.path,
                                "commit": part.context.get("cujit_git_commit"),
                                "tree": part.context.get("cujit_git_tree"),
+                               "digest": part.context.get("cujit_source_digest"),
                                "benchmarks": len(part.entries)} for part in parts]
     return {"context": context, "benchmarks": [entry for part in parts for entry in part.entries]}
 
@@ -186,9 +187,10 @@ def self_test():
                 handle.write(text)
             return path
 
-        def bench(name, commit="1bcd7b6", tree="clean", device="H100", names=None):
+        def bench(name, commit="1bcd7b6", tree="clean", device="H100", names=None, digest="1111111111111111"):
             context = {"cujit_schema": "1", "cujit_git_commit": commit, "cujit_git_tree": tree, "device": device,
-                       "vendor_cache": "cold", "date": f"2026-11-26T19:{len(name):02d}:00+00:00"}
+                       "cujit_source_digest": digest, "vendor_cache": "cold",
+                       "date": f"2026-11-26T19:{len(name):02d}:00+00:00"}
             entries = [{"name": n, "run_name": n.rsplit("_", 1)[0] if n.endswith("_median") else n}
                        for n in (names or [f"{name}/1"])]
             return part(f"{name}.json", json.dumps({"context": context, "benchmarks": entries}))
@@ -219,8 +221,10 @@ def self_test():
         assert data["context"]["cujit_families"] == ["a", "b"], data
         assert data["context"]["cujit_git_commit"] == "1bcd7b6", data
         assert data["context"]["cujit_parts"] == [
-            {"family": "a", "file": first, "commit": "1bcd7b6", "tree": "clean", "benchmarks": 3},
-            {"family": "b", "file": second, "commit": "1bcd7b6f00d", "tree": "clean", "benchmarks": 1}], data
+            {"family": "a", "file": first, "commit": "1bcd7b6", "tree": "clean", "digest": "1111111111111111",
+             "benchmarks": 3},
+            {"family": "b", "file": second, "commit": "1bcd7b6f00d", "tree": "clean", "digest": "1111111111111111",
+             "benchmarks": 1}], data
         # A part cut off mid-write, or never written, is left out and named; the rest merge.
         cut = part("c.json", '{"context": {}, "benchmarks": [{"name": "c/1"}')
         status, err = run([out, f"a={first}", f"cut={cut}", f"b={second}",
@@ -231,11 +235,12 @@ def self_test():
         before = read(out)
 
         # Another commit: refused, both files and both values named, nothing written.
-        other = bench("other", commit="259fe94", tree="modified")
+        other = bench("other", commit="259fe94", tree="modified", digest="2222222222222222")
         status, err = run([out, f"a={first}", f"other={other}"])
         assert status == 2, (status, err)
-        assert "differ in commit, tree; --allow-mixed-commits" in err, err
-        assert f"commit 1bcd7b6, tree clean: a={first}" in err and f"commit 259fe94, tree modified: other={other}" in err, err
+        assert "differ in commit, tree, source digest; --allow-mixed-commits" in err, err
+        assert f"commit 1bcd7b6, tree clean, source digest 1111111111111111: a={first}" in err, err
+        assert f"commit 259fe94, tree modified, source digest 2222222222222222: other={other}" in err, err
         assert read(out) == before
         # ... merged when allowed, with every part's commit and tree in the record.
         assert run(["--allow-mixed-commits", out, f"a={first}", f"b={second}", f"other={other}"]) == (0, "")
@@ -244,6 +249,15 @@ def self_test():
         assert context["cujit_git_tree"] == "mixed: clean, modified", context
         assert [(p["family"], p["commit"], p["tree"]) for p in context["cujit_parts"]] == [
             ("a", "1bcd7b6", "clean"), ("b", "1bcd7b6f00d", "clean"), ("other", "259fe94", "modified")], context
+
+        # One commit recorded for two codes (a copied tree's stale HEAD): the digests tell.
+        copied = bench("copied", digest="3333333333333333")
+        status, err = run([out, f"a={first}", f"copied={copied}"])
+        assert status == 2 and "differ in source digest" in err, err
+        assert run(["--allow-mixed-commits", out, f"a={first}", f"copied={copied}"]) == (0, "")
+        context = read(out)["context"]
+        assert context["cujit_source_digest"] == "mixed: 1111111111111111, 3333333333333333", context
+        assert [p["digest"] for p in context["cujit_parts"]] == ["1111111111111111", "3333333333333333"], context
 
         # Another device is refused even with --allow-mixed-commits, which covers commits only.
         elsewhere = bench("elsewhere", device="H200")

@@ -48,6 +48,7 @@ class Part:
     commit: str  # None when the part's record had none
     tree: str
     names: list  # base names of the part's benchmarks, in file order
+    digest: str = None  # the part's source digest, when the merge recorded it
 
 
 @dataclass
@@ -270,7 +271,7 @@ def _parts(check, context, entry_names):
     part holds which, or whose counts do not cover its entries, cannot be read as its parts."""
     records = context.get("cujit_parts")
     if records is None:
-        for key in ("cujit_git_commit", "cujit_git_tree"):
+        for key in ("cujit_git_commit", "cujit_git_tree", "cujit_source_digest"):
             if is_mixed(context.get(key)):
                 check.fail(f"context.{key}", f"is {context[key]!r}, but context.cujit_parts is missing: which "
                            "benchmark is of which commit cannot be told")
@@ -282,8 +283,8 @@ def _parts(check, context, entry_names):
         where = f"context.cujit_parts[{i}]"
         check.object(where, record)
         family = check.text(f"{where}.family", record.get("family"))
-        commit, tree = record.get("commit"), record.get("tree")
-        for key, value in (("commit", commit), ("tree", tree)):
+        commit, tree, digest = record.get("commit"), record.get("tree"), record.get("digest")
+        for key, value in (("commit", commit), ("tree", tree), ("digest", digest)):
             if value is not None:
                 check.text(f"{where}.{key}", value)
         count = record.get("benchmarks")
@@ -291,7 +292,7 @@ def _parts(check, context, entry_names):
             check.wrong(f"{where}.benchmarks", "a whole number >= 0", count)
         names = entry_names[start:start + count]
         start += count
-        parts.append(Part(family, commit, tree, list(dict.fromkeys(names))))
+        parts.append(Part(family, commit, tree, list(dict.fromkeys(names)), digest))
     if start != len(entry_names):
         check.fail("context.cujit_parts", f"counts {start} benchmark entries, and the file holds {len(entry_names)}")
     owner = {}

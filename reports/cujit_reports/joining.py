@@ -51,11 +51,12 @@ SHORT_COMMIT = 7
 def same_value(key, a, b):
     """Whether two runs agree on one run-record field. A commit matches its own abbreviation:
     one record writes the short hash (1bcd7b6), another the full one. Unrecorded (None) matches
-    only unrecorded: a file that does not say cannot be taken for the same run; the source
-    digest, newer than most files and absent from runs outside ci/bench.sh, is compared only
-    where both runs record it."""
-    if key == "cujit_source_digest" and (a in (None, "unknown") or b in (None, "unknown")):
-        return True  # recorded since ci/source_digest.py; older files and bare runs say nothing
+    only unrecorded: a file that does not say cannot be taken for the same run (a source
+    digest of "unknown" counts as unrecorded). An equivalence, so grouping by one member of a
+    group is grouping by all."""
+    if key == "cujit_source_digest":
+        # "unknown" (a run outside ci/bench.sh) says no more than an older file's silence.
+        a, b = (None if v == "unknown" else v for v in (a, b))
     if key == "cujit_git_commit" and a and b:
         a, b = a.lower(), b.lower()
         return a.startswith(b) or b.startswith(a)
@@ -159,7 +160,8 @@ def _part_run(run, part):
     """One part of a merged file as a run of its own: the file's record with the part's commit
     and tree, and the part's benchmarks."""
     context = {key: value for key, value in run.context.items() if key not in ("cujit_parts", "cujit_families")}
-    for key, value in (("cujit_git_commit", part.commit), ("cujit_git_tree", part.tree)):
+    for key, value in (("cujit_git_commit", part.commit), ("cujit_git_tree", part.tree),
+                       ("cujit_source_digest", part.digest)):
         if value is None:
             context.pop(key, None)
         else:

@@ -55,11 +55,14 @@ class SameRunTest(unittest.TestCase):
 
 
 class SourceDigestTest(unittest.TestCase):
-    def test_compared_only_where_both_runs_record_it(self):
+    def test_unknown_is_unrecorded_and_matches_only_unrecorded(self):
         self.assertTrue(joining.same_value("cujit_source_digest", "722e32de3eaa7e64", "722e32de3eaa7e64"))
         self.assertFalse(joining.same_value("cujit_source_digest", "722e32de3eaa7e64", "0000000000000000"))
-        self.assertTrue(joining.same_value("cujit_source_digest", None, "722e32de3eaa7e64"))
-        self.assertTrue(joining.same_value("cujit_source_digest", "unknown", "722e32de3eaa7e64"))
+        self.assertTrue(joining.same_value("cujit_source_digest", None, "unknown"))
+        # Not "matches anything": with [unrecorded, X, Y] grouped on the first, X and Y would
+        # have joined as one run.
+        self.assertFalse(joining.same_value("cujit_source_digest", None, "722e32de3eaa7e64"))
+        self.assertFalse(joining.same_value("cujit_source_digest", "unknown", "722e32de3eaa7e64"))
 
     def test_one_commit_of_two_codes_is_not_one_run(self):
         # A copied tree whose git HEAD is stale records the same commit for different code:
