@@ -2,7 +2,7 @@
 """The core's include rule: core/src is grouped by pipeline stage, and a stage includes
 only itself and the stages before it:
 
-    support < code < cache < driver < compile < link < graph < build
+    support < code < cache < driver < compile < link < graph < jit
 
 Public headers (core/include/cujit) belong to a stage too (STAGE_OF_HEADER) and follow the
 same rule; they never include core/src; each has its conformance/test_<header>.cpp. Exit 1
@@ -17,7 +17,7 @@ import re
 import sys
 import tempfile
 
-STAGES = ["support", "code", "cache", "driver", "compile", "link", "graph", "build"]
+STAGES = ["support", "code", "cache", "driver", "compile", "link", "graph", "jit"]
 
 # Every public header and the stage that owns it. A new header must be added here: the
 # check fails on a header it does not know.
@@ -42,10 +42,10 @@ STAGE_OF_HEADER = {
     "link_options.hpp": "link",
     "graph_node.hpp": "graph",
     "graph.hpp": "graph",
-    "link_provider.hpp": "build",
-    "kernel_builder.hpp": "build",
-    "nrt.hpp": "build",
-    "reduce.hpp": "build",
+    "link_provider.hpp": "jit",
+    "kernel_builder.hpp": "jit",
+    "nrt.hpp": "jit",
+    "reduce.hpp": "jit",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
