@@ -4,6 +4,11 @@
 //   cache_child kernel  CACHE_DIR|off INC_DIR OUT   KernelBuilder, source including "val.h"
 //   cache_child reduce  CACHE_DIR|off INC_DIR OUT   reduce, CUDA C++ operator including "op.h"
 //   cache_child compile CACHE_DIR|off OUT OPTION... compile_cached with these NVRTC options
+//   cache_child compile-file CACHE_DIR|off OUT CWD SOURCE NAME OPTION...
+//                                                   compile_cached of the file SOURCE as NAME,
+//                                                   run in CWD (the stale-code fuzzer's new
+//                                                   process); prints "failed <kind>" when the
+//                                                   compile fails
 //   cache_child counters CACHE_DIR THREADS LOOKUPS  each thread: LOOKUPS lookups of 8 keys
 //                                                   (memo, then get_or_build); prints the
 //                                                   counts, which it adds to the directory's
@@ -12,9 +17,12 @@
 // Writes the cubin or PTX to OUT and prints where it came from (built, disk, ...).
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
@@ -85,6 +93,23 @@ int run(const std::vector<std::string>& args) {
     const cujit::reduce::ReduceBuild build = cujit::reduce::build_reduce(spec, cache);
     write(args[3], build.code.bytes());
     std::printf("%s\n", std::string(cujit::to_string(build.source)).c_str());
+    return 0;
+  }
+  if (args[0] == "compile-file" && args.size() >= 6) {
+    if (::chdir(args[3].c_str()) != 0) return 2;
+    cujit::CompileOptions options;
+    options.arch = arch;
+    options.options.assign(args.begin() + 6, args.end());
+    std::ifstream in(args[4], std::ios::binary);
+    const std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      const cujit::CachedCompile compiled = cujit::compile_cached(cujit::Program(source, args[5]), options, cache);
+      write(args[2], compiled.result.code.bytes());
+      std::printf("%s\n", std::string(cujit::to_string(compiled.source)).c_str());
+    } catch (const cujit::Error& error) {
+      write(args[2], "");
+      std::printf("failed %s\n", std::string(cujit::to_string(error.kind())).c_str());
+    }
     return 0;
   }
   if (args[0] == "compile") {

@@ -1,7 +1,7 @@
 // The one cached compile and the key recipes: every input of a compile or link changes its
-// key, nothing irrelevant does, and a cache hit is byte-identical to a fresh build, also
-// when headers on disk change (the three stale-code bugs users reported, through the disk
-// tier in new processes).
+// key, and a cache hit is byte-identical to a fresh build, also when headers on disk change
+// (the stale-code bugs users reported, through the disk tier in new processes; the
+// differential fuzzer in test_stale_code_fuzz.cpp searches for more).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,8 +10,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "compile/header_manifest.hpp"
-#include "support/record.hpp"  // core/src: the trace reader is tested directly
 #include "cujit/compile_cache.hpp"
 #include "cujit/linker.hpp"
 #include "cujit/reduce.hpp"
@@ -24,10 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A header must have settled before a compile that reads it can be stored (see
-// detail::settle_time): tests that need a stored result wait this long after writing.
-void let_headers_settle() { std::this_thread::sleep_for(std::chrono::milliseconds(1100)); }
-
 CompileOptions sm90_ptx() {
   CompileOptions options;
   options.arch = Arch::parse("sm_90");
@@ -36,35 +30,6 @@ CompileOptions sm90_ptx() {
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// ---------------------------------------------------------------------------------------
-// key_options
-
-TEST(KeyOptions, KeepsTheOrderGiven) {
-  EXPECT_NE(key_options({"-DV=111", "-DV=222"}), key_options({"-DV=222", "-DV=111"}));
-  EXPECT_NE(key_options({"-I/a", "-I/b"}), key_options({"-I/b", "-I/a"}));
-  EXPECT_NE(key_options({"-include=a.h", "-include=b.h"}), key_options({"-include=b.h", "-include=a.h"}));
-  EXPECT_NE(key_options({"-DX", "-UX"}), key_options({"-UX", "-DX"}));
-}
-
-TEST(KeyOptions, SpellsEachOptionOneWay) {
-  EXPECT_EQ(key_options({"--define-macro=X=1", "-D", "Y", "--gpu-architecture=sm_90", "-arch", "sm_90",
-                         "--include-path=/a", "-I", "/b", "--relocatable-device-code=true", "-rdc"}),
-            (std::vector<std::string>{"-DX=1", "-DY", "-arch=sm_90", "-arch=sm_90", "-I/a", "-I/b",
-                                      "-rdc=true", "-rdc=true"}));
-}
-
-TEST(KeyOptions, DropsOnlyTheDocumentedOutputNeutralOptions) {
-  EXPECT_TRUE(key_options({"-pch", "--pch", "-pch-dir=/tmp", "--pch-dir=/x", "-pch-verbose=true",
-                           "-pch-messages=false", "-time=t.csv", "--time=t.csv",
-                           "--fdevice-time-trace=t", "-fdevice-time-trace=t", "-no-cache", "--no-cache"})
-                  .empty());
-  // Options that can change the output stay, however they look.
-  for (const char* kept : {"-split-compile-extended=1", "-jump-table-density=50", "-w", "-Werror",
-                           "-split-compile=4", "-pchx", "-instantiate-templates-in-pch=true", "-use_fast_math"}) {
-    EXPECT_EQ(key_options({kept}), std::vector<std::string>{kept}) << kept;
-  }
-}
 
 // ---------------------------------------------------------------------------------------
 // compile_key: one row per input of a compile
@@ -113,8 +78,10 @@ INSTANTIATE_TEST_SUITE_P(
         CompileVariant{"not_relocatable", [](S&, S&, O& o) { o.relocatable = false; }, true},
         CompileVariant{"define_order", [](S&, S&, O& o) { std::swap(o.options[0], o.options[1]); }, true},
         CompileVariant{"undefine", [](S&, S&, O& o) { o.options.push_back("-UV"); }, true},
-        CompileVariant{"include_dir_order", [](S&, S&, O& o) { std::swap(o.options[2], o.options[3]); }, true},
-        CompileVariant{"include_path_field", [](S&, S&, O& o) { o.include_paths = {"/c"}; }, true},
+        // Include directories reach the key through what they resolve to: here nothing
+        // (the source includes nothing), so they change nothing NVRTC is given.
+        CompileVariant{"include_dir_order", [](S&, S&, O& o) { std::swap(o.options[2], o.options[3]); }, false},
+        CompileVariant{"include_path_field", [](S&, S&, O& o) { o.include_paths = {"/c"}; }, false},
         CompileVariant{"pre_include", [](S&, S&, O& o) { o.options.push_back("-include=one.h"); }, true},
         CompileVariant{"header_content", [](S&, S&, O& o) { o.headers[0].content = "#define ONE 2\n"; }, true},
         CompileVariant{"header_name", [](S&, S&, O& o) { o.headers[0].name = "uno.h"; }, true},
@@ -126,12 +93,15 @@ INSTANTIATE_TEST_SUITE_P(
         CompileVariant{"device_debug", [](S&, S&, O& o) { o.options.push_back("-G"); }, true},
         CompileVariant{"line_info", [](S&, S&, O& o) { o.options.push_back("-lineinfo"); }, true},
         CompileVariant{"std", [](S&, S&, O& o) { o.options.push_back("-std=c++20"); }, true},
+        // Dropped before NVRTC sees them: a hermetic compile never uses the automatic PCH.
         CompileVariant{"automatic_pch", [](S&, S&, O& o) { o.options.push_back("-pch"); }, false},
         CompileVariant{"pch_dir", [](S&, S&, O& o) { o.options.push_back("--pch-dir=/tmp/pch"); }, false},
-        CompileVariant{"timing_output", [](S&, S&, O& o) { o.options.push_back("-time=times.csv"); }, false},
-        CompileVariant{"time_trace", [](S&, S&, O& o) { o.options.push_back("--fdevice-time-trace=t"); }, false},
-        CompileVariant{"nvrtc_own_cache_off", [](S&, S&, O& o) { o.options.push_back("-no-cache"); }, false},
-        CompileVariant{"define_long_spelling", [](S&, S&, O& o) { o.options[0] = "--define-macro=V=1"; }, false},
+        // Everything else NVRTC is given is keyed verbatim: a spelling NVRTC rejects
+        // ("-std c++17", a bare "-rdc") never shares a key with one it accepts.
+        CompileVariant{"timing_output", [](S&, S&, O& o) { o.options.push_back("-time=times.csv"); }, true},
+        CompileVariant{"nvrtc_own_cache_off", [](S&, S&, O& o) { o.options.push_back("-no-cache"); }, true},
+        CompileVariant{"define_long_spelling", [](S&, S&, O& o) { o.options[0] = "--define-macro=V=1"; }, true},
+        CompileVariant{"std_as_two_arguments", [](S&, S&, O& o) { o.options.insert(o.options.end(), {"-std", "c++17"}); }, true},
         CompileVariant{"include_long_spelling", [](S&, S&, O& o) { o.options[2] = "--include-path=/a"; }, false}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
@@ -146,12 +116,22 @@ TEST(CompileKey, NamesTheExactNvrtc) {
   EXPECT_TRUE(contains(identity, ";size=") && contains(identity, ";mtime=")) << identity;
 }
 
-TEST(CompileKey, ARelativeIncludePathAddsTheWorkingDirectory) {
-  CompileOptions options = sm90_ptx();
-  options.include_paths = {"inc"};
-  EXPECT_TRUE(contains(compile_key(Program("x", "x.cu"), options).description(), "working-directory="));
-  options.include_paths = {"/abs/inc"};
-  EXPECT_FALSE(contains(compile_key(Program("x", "x.cu"), options).description(), "working-directory="));
+TEST(CompileKey, TheWorkingDirectoryCountsThroughWhatIsFoundThere) {
+  test::TempDir one, two;
+  one.write("val.h", "#define V 1\n");
+  two.write("val.h", "#define V 2\n");
+  const Program program("#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = V; }\n", "k.cu");
+  const auto key_in = [&](const fs::path& directory) {
+    const fs::path before = fs::current_path();
+    fs::current_path(directory);
+    const std::string digest = compile_key(program, sm90_ptx()).digest();
+    fs::current_path(before);
+    return digest;
+  };
+  const std::string in_one = key_in(one.path());
+  EXPECT_NE(in_one, key_in(two.path())) << "a quoted include of a relative program name looks in the working directory";
+  two.write("val.h", "#define V 1\n");
+  EXPECT_EQ(in_one, key_in(two.path())) << "the same bytes found elsewhere are the same compile";
 }
 
 // ---------------------------------------------------------------------------------------
@@ -250,11 +230,12 @@ TEST(ReduceKernelCompile, EverySpecFieldReachesTheCompileKey) {
       {"arch", [](reduce::ReduceSpec& s) { s.arch = Arch::parse("sm_80"); }},
       {"arch suffix", [](reduce::ReduceSpec& s) { s.arch = Arch::parse("sm_90a"); }},
       {"nvrtc option", [](reduce::ReduceSpec& s) { s.config.nvrtc_options = {"-use_fast_math"}; }},
-      {"include dir", [](reduce::ReduceSpec& s) { s.config.include_dirs = {"/opt/extra"}; }},
   };
   for (const auto& [what, change] : changes) EXPECT_NE(digest(change), base) << what;
+  EXPECT_EQ(digest([](reduce::ReduceSpec& s) { s.config.include_dirs = {"/opt/extra"}; }), base)
+      << "the generated kernel includes nothing: include directories cannot change it";
   EXPECT_EQ(digest([](reduce::ReduceSpec& s) { s.config.precompiled_header = false; }), base)
-      << "the precompiled header changes how NVRTC works, not what it makes";
+      << "a hermetic compile never uses the automatic precompiled header";
 }
 
 TEST(ReduceKernelCompile, IncludeDirsReachTheOperatorCompileToo) {
@@ -265,180 +246,6 @@ TEST(ReduceKernelCompile, IncludeDirsReachTheOperatorCompileToo) {
 }
 
 // ---------------------------------------------------------------------------------------
-// The header manifest, read from NVRTC's time trace
-
-TEST(HeaderManifest, CoversEveryHeaderTheCompileReads) {
-  test::TempDir dir;
-  fs::create_directories(dir.path() / "inc" / "nested");
-  dir.write("inc/val.h", "#include \"nested/deep.h\"\n#define VAL (DEEP + 1)\n");
-  dir.write("inc/nested/deep.h", "#define DEEP 41\n");
-  let_headers_settle();
-  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
-  CompileOptions options = sm90_ptx();
-  options.include_paths = {(dir.path() / "inc").string()};
-  const Program program("#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n", "k.cu");
-  const CachedCompile first = compile_cached(program, options, cache);
-  EXPECT_EQ(first.source, CacheSource::built);
-  EXPECT_FALSE(first.key.empty()) << "the compile was keyed by its headers";
-  EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::memory);
-
-  // A header two levels down changes: the next compile is fresh, and right.
-  dir.write("inc/nested/deep.h", "#define DEEP 99\n");
-  const CachedCompile second = compile_cached(program, options, cache);
-  EXPECT_EQ(second.source, CacheSource::built);
-  EXPECT_TRUE(contains(second.result.code.bytes(), "100")) << "VAL = DEEP + 1 = 100";
-  EXPECT_EQ(second.result.code.bytes(), program.compile(options).code.bytes());
-}
-
-TEST(HeaderManifest, AHeaderAppearingEarlierOnTheIncludePathIsSeen) {
-  test::TempDir dir;
-  fs::create_directories(dir.path() / "first");
-  fs::create_directories(dir.path() / "second");
-  dir.write("second/val.h", "#define VAL 222\n");
-  let_headers_settle();
-  CompileOptions options = sm90_ptx();
-  options.include_paths = {(dir.path() / "first").string(), (dir.path() / "second").string()};
-  const Program program("#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n", "k.cu");
-  {
-    BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
-    EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::built);
-  }
-  dir.write("first/val.h", "#define VAL 111\n");
-  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
-  const CachedCompile shadowed = compile_cached(program, options, cache);
-  EXPECT_EQ(shadowed.source, CacheSource::built);
-  EXPECT_TRUE(contains(shadowed.result.code.bytes(), "111"));
-}
-
-TEST(HeaderManifest, APreIncludedHeaderIsCoveredByContent) {
-  test::TempDir dir;
-  const fs::path pre = dir.write("pre.h", "#define V 5\n");
-  let_headers_settle();
-  CompileOptions options = sm90_ptx();
-  options.options = {"-include=" + pre.string()};
-  const Program program("extern \"C\" __global__ void k(int* p) { *p = V; }\n", "k.cu");
-  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
-  EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::built);
-  dir.write("pre.h", "#define V 6\n");
-  const CachedCompile changed = compile_cached(program, options, cache);
-  EXPECT_EQ(changed.source, CacheSource::built);
-  EXPECT_EQ(changed.result.code.bytes(), program.compile(options).code.bytes());
-}
-
-TEST(HeaderManifest, AnAbsoluteIncludeWithoutIncludePathsIsCoveredToo) {
-  test::TempDir dir;
-  const fs::path header = dir.write("abs.h", "#define V 31\n");
-  let_headers_settle();
-  const Program program("#include \"" + header.string() + "\"\nextern \"C\" __global__ void k(int* p) { *p = V; }\n",
-                        "k.cu");
-  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
-  EXPECT_FALSE(compile_cached(program, sm90_ptx(), cache).key.empty());
-  dir.write("abs.h", "#define V 32\n");
-  const CachedCompile changed = compile_cached(program, sm90_ptx(), cache);
-  EXPECT_EQ(changed.source, CacheSource::built);
-  EXPECT_EQ(changed.result.code.bytes(), program.compile(sm90_ptx()).code.bytes());
-}
-
-// The manifest of a compile that read one settled header, dir/val.h ("#define VAL 7").
-detail::HeaderManifest manifest_of_one_header(test::TempDir& dir) {
-  const fs::path header = dir.write("val.h", "#define VAL 7\n");
-  let_headers_settle();
-  std::string why_not;
-  auto captured = detail::HeaderManifest::capture({header.string()}, {}, {}, std::chrono::system_clock::now(), why_not);
-  if (!captured) throw std::runtime_error("no manifest: " + why_not);
-  return *captured;
-}
-
-// A manifest read back in a new process trusts a header's recorded digest while the file's
-// stamp (device, inode, size, mtime, ctime) is the one recorded, so an unchanged header is
-// stat()ed, not read and hashed: shown by a recorded digest no read could produce, which
-// stands until the file changes.
-TEST(HeaderManifest, AnUnchangedHeaderIsKeyedByItsStampWithoutBeingRead) {
-  test::TempDir dir;
-  const detail::HeaderManifest captured = manifest_of_one_header(dir);
-  const std::string real_digest = captured.key_fields().at(2);
-  std::string encoded = captured.encode();
-  const std::string planted(64, 'a');
-  encoded.replace(encoded.find(real_digest), real_digest.size(), planted);
-  const auto decoded = detail::HeaderManifest::decode(encoded);
-  ASSERT_TRUE(decoded);
-  const auto unchanged = decoded->current_key_fields();
-  ASSERT_TRUE(unchanged);
-  EXPECT_EQ(unchanged->at(2), planted) << "the recorded digest, not a read";
-
-  dir.write("val.h", "#define VAL 8\n");
-  const auto changed = decoded->current_key_fields();
-  ASSERT_TRUE(changed);
-  EXPECT_NE(changed->at(2), planted);
-  EXPECT_NE(changed->at(2), real_digest);
-}
-
-TEST(HeaderManifest, AManifestWithoutStampsDoesNotDecode) {
-  test::TempDir dir;
-  const detail::HeaderManifest captured = manifest_of_one_header(dir);
-  detail::Record record = *detail::decode_record(captured.encode());
-  record.erase("stamp.0");
-  EXPECT_FALSE(detail::HeaderManifest::decode(detail::encode_record(record)));
-  record["stamp.0"] = "1 2 three 4 5";
-  EXPECT_FALSE(detail::HeaderManifest::decode(detail::encode_record(record)));
-}
-
-TEST(HeaderManifest, ACompileThatCannotReadFilesIsStoredAtOnce) {
-  // Only in-memory headers and no include path: nothing on disk can change the output,
-  // so no header needs to settle and no trace is taken.
-  test::TempDir dir;
-  CompileOptions options = sm90_ptx();
-  options.headers = {{"val.h", "#define VAL 5\n"}};
-  const Program program("#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n", "k.cu");
-  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
-  EXPECT_FALSE(compile_cached(program, options, cache).key.empty());
-  EXPECT_EQ(cache.stats().not_stored, 0u);
-  EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::memory);
-}
-
-TEST(HeaderManifest, TouchingAHeaderWithoutChangingItKeepsTheHit) {
-  test::TempDir dir;
-  dir.write("val.h", "#define VAL 7\n");
-  let_headers_settle();
-  CompileOptions options = sm90_ptx();
-  options.include_paths = {dir.path().string()};
-  const Program program("#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n", "k.cu");
-  {
-    BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
-    EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::built);
-  }
-  fs::last_write_time(dir.path() / "val.h", fs::file_time_type::clock::now());
-  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
-  EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::disk);
-}
-
-TEST(HeaderManifest, AHeaderChangedDuringTheCompileWindowIsNotStored) {
-  test::TempDir dir;
-  dir.write("val.h", "#define VAL 8\n");  // no settling: it may still be changing
-  CompileOptions options = sm90_ptx();
-  options.include_paths = {dir.path().string()};
-  const Program program("#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n", "k.cu");
-  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
-  const CachedCompile compiled = compile_cached(program, options, cache);
-  EXPECT_TRUE(compiled.key.empty());
-  EXPECT_EQ(cache.stats().not_stored, 1u);
-  EXPECT_TRUE(test::has_warning(cache, "changed less than"));
-  EXPECT_TRUE(contains(compiled.result.code.bytes(), "8"));
-}
-
-TEST(HeaderManifest, TimeTracesAreReadStrictly) {
-  const std::string trace = R"({"traceEvents":[
-    {"name":"Processing Header File","args":{"detail":"/x/a.h"}},
-    {"name":"Phase I","args":{"detail":"/x/not-a-header"}},
-    {"name":"Processing Header File","args":{"detail":"/x/a.h"}},
-    {"name":"Processing Header File","args":{"detail":"mem.h"}},
-    {"name":"Processing Header File","args":{}}]})";
-  EXPECT_EQ(detail::headers_in_trace(trace), (std::vector<std::string>{"/x/a.h", "mem.h"}));
-  EXPECT_FALSE(detail::headers_in_trace("not json"));
-  EXPECT_FALSE(detail::headers_in_trace(R"({"events":[]})"));
-  EXPECT_FALSE(detail::headers_in_trace(R"({"traceEvents":{}})"));
-}
-
 TEST(CompileCache, FailuresAreNeverCached) {
   test::TempDir dir;
   BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
@@ -492,7 +299,6 @@ TEST(StaleCodeRegression, KernelBuilderSeesAnEditedIncludePathHeader) {
   test::TempDir dir;
   fs::create_directories(dir.path() / "inc");
   dir.write("inc/val.h", "#define VAL 111\n");
-  let_headers_settle();
   const std::string cache = (dir.path() / "cache").string(), inc = (dir.path() / "inc").string();
   const fs::path out = dir.path() / "k.cubin";
   const ChildBuild first = run_cache_child({"kernel", cache, inc, out}, out);
@@ -510,7 +316,6 @@ TEST(StaleCodeRegression, AReduceOperatorSeesAnEditedHeaderOnItsIncludePath) {
   test::TempDir dir;
   fs::create_directories(dir.path() / "inc");
   dir.write("inc/op.h", "#define OP(a, b) ((a) + (b))\n");
-  let_headers_settle();
   const std::string cache = (dir.path() / "cache").string(), inc = (dir.path() / "inc").string();
   const fs::path out = dir.path() / "reduce.cubin";
   const ChildBuild sum = run_cache_child({"reduce", cache, inc, out}, out);
@@ -535,6 +340,189 @@ TEST(StaleCodeRegression, ReorderedDefinesAreADifferentCompile) {
   EXPECT_EQ(second.bytes, fresh.bytes);
   EXPECT_NE(second.bytes, first.bytes);
   EXPECT_EQ(run_cache_child({"compile", cache, out, "-DV=222", "-DV=111"}, out).source, "disk");
+}
+
+
+// The classes the hermetic compile closes (issue 25), each through the disk tier in new
+// processes: `compile-file` compiles SOURCE as NAME in CWD with the options given.
+ChildBuild child_compile(const std::string& cache, const fs::path& cwd, const fs::path& source, const std::string& name,
+                         std::vector<std::string> options) {
+  const fs::path out = cwd.parent_path() / ("out-" + cwd.filename().string() + ".ptx");
+  std::vector<std::string> args{"compile-file", cache, out.string(), cwd.string(), source.string(), name};
+  args.insert(args.end(), options.begin(), options.end());
+  return run_cache_child(args, out);
+}
+
+// After each change: the cached build in a new process is the fresh build, byte for byte.
+void expect_fresh(const std::string& cache, const fs::path& cwd, const fs::path& source, const std::string& name,
+                  const std::vector<std::string>& options, const std::string& what) {
+  const ChildBuild cached = child_compile(cache, cwd, source, name, options);
+  const ChildBuild fresh = child_compile("off", cwd, source, name, options);
+  EXPECT_EQ(cached.bytes, fresh.bytes) << what << ": the cache served what a fresh build would not produce ("
+                                        << cached.source << " vs " << fresh.source << ")";
+  EXPECT_EQ(cached.source.rfind("failed", 0) == 0, fresh.source.rfind("failed", 0) == 0) << what;
+}
+
+const char* kernel_using_v = "extern \"C\" __global__ void k(int* p) { *p = V; }\n";
+
+TEST(StaleCodeRegression, TheProgramsOwnDirectoryIsTheWorkingDirectory) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "a");
+  fs::create_directories(dir.path() / "b");
+  dir.write("a/val.h", "#define V 111\n");
+  dir.write("b/val.h", "#define V 222\n");
+  const fs::path source = dir.write("k.cu", std::string("#include \"val.h\"\n") + kernel_using_v);
+  const std::string cache = (dir.path() / "cache").string();
+  EXPECT_EQ(child_compile(cache, dir.path() / "a", source, "k.cu", {}).source, "built");
+  expect_fresh(cache, dir.path() / "b", source, "k.cu", {}, "another working directory");
+  // With an absolute -I that also holds val.h: the working directory still comes first.
+  fs::create_directories(dir.path() / "inc");
+  dir.write("inc/val.h", "#define V 333\n");
+  expect_fresh(cache, dir.path() / "a", source, "k.cu", {"-I" + (dir.path() / "inc").string()}, "with -I, dir a");
+  expect_fresh(cache, dir.path() / "b", source, "k.cu", {"-I" + (dir.path() / "inc").string()}, "with -I, dir b");
+}
+
+TEST(StaleCodeRegression, DotDotThroughASymlinkedDirectoryIsTheFileTheKernelOpens) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "inc");
+  fs::create_directories(dir.path() / "elsewhere/real/sub");
+  dir.write("inc/d.h", "#define V 1\n");               // what a lexical ".." would read
+  dir.write("elsewhere/real/d.h", "#define V 2\n");    // what the kernel opens
+  dir.write("elsewhere/real/sub/c.h", "#include \"../d.h\"\n");
+  fs::create_directory_symlink(dir.path() / "elsewhere/real/sub", dir.path() / "inc/sub");
+  const fs::path source = dir.write("k.cu", std::string("#include <sub/c.h>\n") + kernel_using_v);
+  const std::vector<std::string> options{"-I" + (dir.path() / "inc").string()};
+  const std::string cache = (dir.path() / "cache").string();
+  fs::create_directories(dir.path() / "cwd");
+  expect_fresh(cache, dir.path() / "cwd", source, "k.cu", options, "first build");
+  dir.write("elsewhere/real/d.h", "#define V 3\n");
+  expect_fresh(cache, dir.path() / "cwd", source, "k.cu", options, "the real d.h edited");
+  dir.write("inc/d.h", "#define V 4\n");
+  expect_fresh(cache, dir.path() / "cwd", source, "k.cu", options, "the lexical d.h edited");
+  // And NVRTC reading the disk itself agrees with the hermetic compile.
+  CompileOptions native = sm90_ptx();
+  native.options = options;
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path() / "cwd");
+  const std::string by_nvrtc = Program(test::read_bytes(source), "k.cu").compile(native).code.bytes();
+  fs::current_path(before);
+  EXPECT_EQ(child_compile("off", dir.path() / "cwd", source, "k.cu", options).bytes, by_nvrtc);
+}
+
+TEST(StaleCodeRegression, DigraphsAndSplicedDirectivesAreIncludesToo) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "inc");
+  dir.write("inc/one.h", "#define ONE 1\n");
+  dir.write("inc/two.h", "#define TWO 2\n");
+  dir.write("inc/three.h", "#define THREE 3\n");
+  const fs::path source = dir.write(
+      "k.cu", "%:include \"one.h\"\n#inc\\\nlude \"two.h\"\n# /* c */ include <th\\\nree.h>\n"
+              "extern \"C\" __global__ void k(int* p) { p[0] = ONE; p[1] = TWO; p[2] = THREE; }\n");
+  const std::vector<std::string> options{"-I" + (dir.path() / "inc").string()};
+  const std::string cache = (dir.path() / "cache").string();
+  fs::create_directories(dir.path() / "cwd");
+  expect_fresh(cache, dir.path() / "cwd", source, "k.cu", options, "first build");
+  for (const char* header : {"one.h", "two.h", "three.h"}) {
+    dir.write(std::string("inc/") + header, "#define ONE 7\n#define TWO 8\n#define THREE 9\n");
+    expect_fresh(cache, dir.path() / "cwd", source, "k.cu", options, std::string(header) + " edited");
+  }
+}
+
+TEST(StaleCodeRegression, IncludeNextFindsTheNextDirectoryAndHits) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "first");
+  fs::create_directories(dir.path() / "second");
+  dir.write("first/v.h", "#include_next <v.h>\n#define W 5\n");
+  dir.write("second/v.h", "#define V 6\n");
+  const fs::path source = dir.write("k.cu", "#include <v.h>\nextern \"C\" __global__ void k(int* p) { *p = V + W; }\n");
+  const std::vector<std::string> options{"-I" + (dir.path() / "first").string(), "-I" + (dir.path() / "second").string()};
+  const std::string cache = (dir.path() / "cache").string();
+  fs::create_directories(dir.path() / "cwd");
+  EXPECT_EQ(child_compile(cache, dir.path() / "cwd", source, "k.cu", options).source, "built");
+  EXPECT_EQ(child_compile(cache, dir.path() / "cwd", source, "k.cu", options).source, "disk");
+  dir.write("second/v.h", "#define V 16\n");
+  expect_fresh(cache, dir.path() / "cwd", source, "k.cu", options, "the next v.h edited");
+}
+
+TEST(StaleCodeRegression, AHeaderEditIsSeenWhateverPchOptionsSay) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "inc");
+  dir.write("inc/val.h", "#define V 1\n");
+  const fs::path source = dir.write("k.cu", std::string("#include \"val.h\"\n") + kernel_using_v);
+  const std::vector<std::string> options{"-pch", "-I" + (dir.path() / "inc").string()};
+  const std::string cache = (dir.path() / "cache").string();
+  fs::create_directories(dir.path() / "cwd");
+  expect_fresh(cache, dir.path() / "cwd", source, "k.cu", options, "first build");
+  dir.write("inc/val.h", "#define V 2\n");
+  expect_fresh(cache, dir.path() / "cwd", source, "k.cu", options, "edited");
+  // In one process too: a second compile after the edit is not served from a PCH.
+  BuildCache& off = BuildCache::disabled();
+  CompileOptions compile = sm90_ptx();
+  compile.options = options;
+  const Program program(test::read_bytes(source), "k.cu");
+  const std::string before = compile_cached(program, compile, off).result.code.bytes();
+  dir.write("inc/val.h", "#define V 3\n");
+  EXPECT_NE(compile_cached(program, compile, off).result.code.bytes(), before);
+}
+
+TEST(StaleCodeRegression, ASpellingNvrtcRejectsNeverSharesAKeyWithOneItAccepts) {
+  test::TempDir dir;
+  const fs::path source = dir.write("k.cu", std::string("#define V 1\n") + kernel_using_v);
+  const std::string cache = (dir.path() / "cache").string();
+  fs::create_directories(dir.path() / "cwd");
+  EXPECT_EQ(child_compile(cache, dir.path() / "cwd", source, "k.cu", {"-std=c++17"}).source, "built");
+  EXPECT_EQ(child_compile(cache, dir.path() / "cwd", source, "k.cu", {"-std", "c++17"}).source, "failed compile");
+  EXPECT_EQ(child_compile(cache, dir.path() / "cwd", source, "k.cu", {"-rdc=true"}).source, "built");
+  EXPECT_EQ(child_compile(cache, dir.path() / "cwd", source, "k.cu", {"-rdc"}).source, "failed compile");
+}
+
+TEST(StaleCodeRegression, TemporalMacrosAreNeverCached) {
+  test::TempDir dir;
+  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
+  for (const char* macro : {"__TIME__", "__DATE__"}) {  // NVRTC 13.0 has no __TIMESTAMP__
+    const Program program(std::string("__device__ const char* when = ") + macro + ";\n" + kernel_using_v, "k.cu");
+    CompileOptions options = sm90_ptx();
+    options.options = {"-DV=1"};
+    const std::uint64_t not_stored = cache.stats().not_stored;
+    EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::built) << macro;
+    EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::built) << macro << " was served again";
+    EXPECT_EQ(cache.stats().not_stored, not_stored + 2) << macro;
+  }
+  EXPECT_EQ(test::count_files(dir.path() / "cache", ".entry"), 0u);
+}
+
+TEST(StaleCodeRegression, AComputedIncludeIsResolvedThroughItsDefinitions) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "inc");
+  dir.write("inc/val.h", "#define V 1\n");
+  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
+  CompileOptions options = sm90_ptx();
+  options.options = {"-I" + (dir.path() / "inc").string(), "-DHEADER=<val.h>"};
+  const Program program(std::string("#include HEADER\n") + kernel_using_v, "k.cu");
+  const std::string first = compile_cached(program, options, cache).result.code.bytes();
+  EXPECT_EQ(compile_cached(program, options, cache).source, CacheSource::memory);
+  dir.write("inc/val.h", "#define V 2\n");
+  const CachedCompile second = compile_cached(program, options, cache);
+  EXPECT_EQ(second.source, CacheSource::built);
+  EXPECT_NE(second.result.code.bytes(), first);
+  EXPECT_EQ(second.result.code.bytes(), compile_cached(program, options, BuildCache::disabled()).result.code.bytes());
+}
+
+TEST(StaleCodeRegression, AnIncludeThatCannotBeExpandedIsCompiledAsGivenAndNotStored) {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "inc");
+  dir.write("inc/val.h", "#define V 1\n");
+  BuildCache cache(test::disk_cache_at(dir.path() / "cache"));
+  CompileOptions options = sm90_ptx();
+  options.options = {"-I" + (dir.path() / "inc").string()};
+  const Program program(std::string("#define HEADER_OF(x) <x>\n#include HEADER_OF(val.h)\n") + kernel_using_v, "k.cu");
+  const std::string first = compile_cached(program, options, cache).result.code.bytes();
+  dir.write("inc/val.h", "#define V 2\n");
+  const CachedCompile second = compile_cached(program, options, cache);
+  EXPECT_EQ(second.source, CacheSource::built);
+  EXPECT_NE(second.result.code.bytes(), first);
+  EXPECT_EQ(test::count_files(dir.path() / "cache", ".entry"), 0u);
+  EXPECT_GE(cache.stats().not_stored, 2u);
 }
 
 }  // namespace

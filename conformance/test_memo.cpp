@@ -3,6 +3,9 @@
 // different entry, and a recall reaches no vendor library and no provider.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <functional>
+
 #include "cujit/kernel_builder.hpp"
 #include "cujit/nrt.hpp"
 #include "cujit/reduce.hpp"
@@ -12,6 +15,8 @@
 
 namespace cujit {
 namespace {
+
+namespace fs = std::filesystem;
 
 CacheConfig memory_config(std::uint64_t max_bytes = std::uint64_t{64} << 20) {
   CacheConfig config;
@@ -143,16 +148,58 @@ TEST(KernelBuilderMemo, TheNrtSwitchReadAtCallTimeIsPartOfThePreKey) {
   EXPECT_NE(on.get(), off.get());
 }
 
-TEST(KernelBuilderMemo, IncludeDirectoriesAreNotMemorized) {
+// The memo names a build by its inputs' bytes, so it must never hold a build that read a
+// file: after a header edit, a new builder gets what a fresh build makes. One case per way
+// a compile reaches a file (issue 25): -I in the options, the include_paths field, -include,
+// and a header next to a relative program name (the working directory).
+TEST(KernelBuilderMemo, ABuildThatReadsAFileIsNeverMemorized) {
+  test::TempDir dir;
+  const std::string inc = dir.path().string();
+  struct Way {
+    const char* name;
+    std::function<void(KernelOptions&)> configure;
+    std::string source;
+  };
+  const std::string reads_val = "#include \"val.h\"\nextern \"C\" __device__ int helper() { return VAL; }\n";
+  const std::string uses_val = "extern \"C\" __device__ int helper() { return VAL; }\n";
+  const std::vector<Way> ways{
+      {"-I option", [&](KernelOptions& o) { o.link.compile.options.push_back("-I" + inc); }, reads_val},
+      {"include_paths", [&](KernelOptions& o) { o.link.compile.include_paths = {inc}; }, reads_val},
+      {"-include", [&](KernelOptions& o) { o.link.compile.options.push_back("-include=" + inc + "/val.h"); }, uses_val},
+      {"working directory", [&](KernelOptions&) {}, reads_val},
+  };
+  const fs::path before = fs::current_path();
+  fs::current_path(dir.path());
+  for (const Way& way : ways) {
+    BuildCache cache(memory_config());
+    KernelOptions options = with_value(1);
+    options.link.lto = true;
+    way.configure(options);
+    const auto build = [&](BuildCache& in) {
+      KernelBuilder builder("k", options, in);
+      builder.source(LinkableCode::cuda_source(
+          "extern \"C\" __device__ int helper();\nextern \"C\" __global__ void k(int* p) { *p = helper(); }\n", "k.cu"));
+      builder.link(LinkableCode::cuda_source(way.source, "helper.cu"));
+      return builder.link_cubin().link.code.bytes();
+    };
+    dir.write("val.h", "#define VAL 1\n");
+    const std::string first = build(cache);
+    dir.write("val.h", "#define VAL 2\n");
+    const std::string after_edit = build(cache);
+    EXPECT_EQ(after_edit, build(BuildCache::disabled())) << way.name << ": the memo served the old cubin";
+    EXPECT_NE(after_edit, first) << way.name;
+    EXPECT_EQ(cache.stats().memo_hits, 0u) << way.name;
+  }
+  fs::current_path(before);
+}
+
+TEST(KernelBuilderMemo, IncludeDirectoriesThatNothingReadsAreMemorized) {
   test::TempDir dir;
   BuildCache cache(memory_config());
   KernelOptions options = with_value(1);
   options.link.compile.include_paths = {dir.path().string()};
-  (void)link(cache, options);
-  KernelBuilder builder("k", options, cache);
-  builder.source(LinkableCode::cuda_source(kernel_source, "k.cu"));
-  EXPECT_EQ(builder.link_cubin().source, CacheSource::memory);
-  EXPECT_EQ(cache.stats().memo_entries, 0u);
+  const auto first = link(cache, options);
+  EXPECT_EQ(link(cache, options).get(), first.get());
 }
 
 class CountingProvider : public LinkProvider {
@@ -256,6 +303,10 @@ TEST(ReduceMemo, SpecsThatReadFilesAreNotMemorized) {
       "int32", reduce::Operator::cuda_source("extern \"C\" __device__ int add_i32(int a, int b) { return a + b; }\n",
                                              "add_i32"));
   (void)reduce::build_reduce_shared(source_op, cache);
+  reduce::ReduceSpec pre_included = reduce_spec("int32");
+  pre_included.config.nvrtc_options = {"-include=" + (dir.path() / "extra.h").string()};
+  dir.write("extra.h", "\n");
+  (void)reduce::build_reduce_shared(pre_included, cache);
   EXPECT_EQ(cache.stats().memo_entries, 0u);
   EXPECT_EQ(reduce::build_reduce(with_dirs, cache).source, CacheSource::memory);
 }

@@ -36,7 +36,7 @@ class CacheKey {
   const std::string& description() const noexcept { return description_; }
 
   /// The version of the key layout, in every key: a new layout misses every old entry.
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 3;
 
  private:
   std::string kind_;

@@ -3,13 +3,13 @@
 // sources, the NRT library, ABI functions, the reduce kernel and CUDA C++ operators, `cu`
 // inputs of a cached link) goes through compile_cached(), which owns the key recipe.
 //
-// Key ("nvrtc-compile", then "nvrtc-compile-result"; docs/cache.md):
-//   the exact NVRTC (version, library file, builtins libraries), the program name and
-//   source, the target, the NVRTC options in the order given (key_options), every
-//   in-memory header by name and content, the name expressions in order, the working
-//   directory when an include path is relative; then, for the result, every header the
-//   compile read from the file system by content (its header manifest, taken from NVRTC's
-//   time trace) and the earlier include directories where such a header must stay absent.
+// Key ("nvrtc-compile"; docs/cache.md): the recipe of a hermetic compile. cujit resolves
+// every include itself and hands NVRTC the source and in-memory headers only, so the key
+// names exactly what NVRTC compiles: the exact NVRTC (its libraries by content), the program
+// name, the target, the options NVRTC receives verbatim and in order, every file by name and
+// content (the rewritten include operands included), the name expressions. A compile that
+// cannot be made hermetic (a computed include) runs as given and is not stored; neither is
+// one that uses __TIME__, __DATE__ or __TIMESTAMP__.
 
 #include <string>
 #include <vector>
@@ -35,17 +35,7 @@ struct CachedCompile {
 CachedCompile compile_cached(const Program& program, const CompileOptions& options,
                              BuildCache& cache = BuildCache::global());
 
-/// The first-level key: every input of the compile except the headers it reads from the
-/// file system (pure apart from the NVRTC identity and, for relative include paths, the
-/// working directory).
+/// The key of the compile's recipe (reads the headers it can reach, as a compile would).
 CacheKey compile_key(const Program& program, const CompileOptions& options);
-
-/// NVRTC options as they enter a key: in the order given (the order of -D, -U, -include and
-/// -I changes the code), spelled one way ("--gpu-architecture=sm_90" and "-arch sm_90" are
-/// "-arch=sm_90"; "-D X" is "-DX"), without the few options that provably change nothing
-/// NVRTC produces: automatic precompiled headers (-pch, -pch-dir, -pch-verbose,
-/// -pch-messages), timing output (-time, -fdevice-time-trace) and -no-cache (NVRTC's own
-/// result cache).
-std::vector<std::string> key_options(const std::vector<std::string>& options);
 
 }  // namespace cujit

@@ -126,6 +126,8 @@ class KernelBuilder {
   /// (inputs by digest); memo_digest_ is its digest, empty when the builder is not memorized.
   CacheKey memo_fields_{"kernel-build-memo"};
   std::string memo_digest_;
+  /// Whether a CUDA C++ input compiled at link time depends on files (then never memorized).
+  bool reads_disk_ = false;
 };
 
 }  // namespace cujit

@@ -79,10 +79,11 @@ struct BuildConfig {
   /// Include directories, for both compiles.
   std::vector<std::string> include_dirs;
   /// NVRTC's automatic precompiled header (-pch) for the headers a CUDA C++ operator
-  /// includes: the first such compile in a process creates it (slower), later ones reuse
-  /// it. The generated kernel includes nothing, so it is compiled without. Changes nothing
-  /// in the generated code.
-  bool precompiled_header = true;
+  /// includes. Off by default and dropped from every hermetic compile (every cached one):
+  /// NVRTC 13.0 serves a PCH made earlier in the process after its headers changed, and the
+  /// PCH is no input a cache key can name (docs/cache.md). It applies only to a compile
+  /// cujit cannot make hermetic, which is never cached.
+  bool precompiled_header = false;
 };
 
 /// What a reduce build is specialised on.

@@ -9,6 +9,7 @@
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
 #include "compile/compile_batch.hpp"
+#include "compile/hermetic_inputs.hpp"
 #include "link/compile_sources.hpp"
 #include "link/failure_capture.hpp"
 #include "link/link_log.hpp"
@@ -98,6 +99,13 @@ KernelBuilder::KernelBuilder(std::string kernel_name, KernelOptions options, Bui
 }
 
 void KernelBuilder::name_in_memo(std::string_view role, const LinkableCode& code) {
+  // CUDA C++ compiled at link time whose compile depends on files (a header on disk, an
+  // include that found nothing there) is keyed by those files' content in the cache's
+  // tiers; its source bytes alone cannot name it here.
+  if (code.format() == Format::cu && !reads_disk_) {
+    const CompileOptions compile = compile_options(options_.link, headers(), cu_compile_target(LinkerBackend::nvjitlink, options_.link.lto));
+    reads_disk_ = detail::HermeticInputs::resolve(Program(code.bytes(), code.name()), compile).reads_disk();
+  }
   memo_fields_.add("input", role)
       .add("format", to_string(code.format()))
       .add("name", code.name())
@@ -105,11 +113,9 @@ void KernelBuilder::name_in_memo(std::string_view role, const LinkableCode& code
       .add("digest", sha256_hex(code.bytes()));
 }
 
-// Include directories make a build depend on files that can change while the process runs;
-// such builders go through the cache's tiers, whose keys cover those files, every time.
-void KernelBuilder::seal_memo_fields() {
-  memo_digest_ = options_.link.compile.include_paths.empty() ? memo_fields_.digest() : std::string();
-}
+// A build that depends on files that can change while the process runs goes through the
+// cache's tiers, whose keys cover those files, every time.
+void KernelBuilder::seal_memo_fields() { memo_digest_ = reads_disk_ ? std::string() : memo_fields_.digest(); }
 
 std::vector<Header> KernelBuilder::headers() const {
   std::vector<Header> out = nrt::headers();

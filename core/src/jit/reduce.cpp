@@ -5,6 +5,7 @@
 #include "cujit/error.hpp"
 #include "cujit/program.hpp"
 #include "cujit/toolkit.hpp"
+#include "compile/hermetic_inputs.hpp"
 #include "driver/driver_api.hpp"
 
 namespace cujit::reduce {
@@ -472,7 +473,10 @@ void add_field(std::string& key, std::string_view field) {
 // CUDA C++ operator's own includes): such specs go through the cache's keyed tiers.
 std::string memo_key(const ReduceSpec& spec) {
   const Operator& op = spec.op;
-  if (!spec.config.include_dirs.empty() || op.kind() == Operator::Kind::cuda_source) return {};
+  if (!spec.config.include_dirs.empty() || op.kind() == Operator::Kind::cuda_source ||
+      detail::HermeticInputs::options_name_files(spec.config.nvrtc_options)) {
+    return {};
+  }
   std::string key = "reduce:";
   add_field(key, spec.input.str());
   add_field(key, spec.output.str());
@@ -484,6 +488,9 @@ std::string memo_key(const ReduceSpec& spec) {
   add_field(key, std::to_string(static_cast<int>(op.kind())));
   add_field(key, op.name());
   if (const auto& function = Access::function(op)) {
+    // A body is compiled into the kernel's source: one that can include files is keyed
+    // by their content in the tiers, never here.
+    if (function->body.find("include") != std::string::npos) return {};
     add_field(key, function->module);
     add_field(key, function->signature.str());
     for (const std::string& name : function->param_names) add_field(key, name);
