@@ -1,11 +1,13 @@
 // Library identities (support/library_identity.hpp), which go into every cache key: the
-// format keys have always used (so an unchanged toolkit keeps its cache), each path
-// resolved and each file read once per process, and the library never loaded to name it.
+// file's stamp (a swapped copy with its mtime restored is another library), the companion
+// the loader would pick (LD_LIBRARY_PATH, then ld.so.cache, then beside the library), each
+// path resolved and each file read once per process, and the library never loaded to name it.
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -27,23 +29,58 @@ namespace fs = std::filesystem;
 std::string reference_description(const fs::path& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) return "unknown:stat failed for " + path.string();
-  const long long mtime_ns = static_cast<long long>(info.st_mtim.tv_sec) * 1000000000LL + info.st_mtim.tv_nsec;
-  return "path=" + path.string() + ";size=" + std::to_string(info.st_size) + ";mtime=" + std::to_string(mtime_ns);
+  const auto ns = [](const timespec& t) { return std::to_string(static_cast<long long>(t.tv_sec) * 1000000000LL + t.tv_nsec); };
+  return "path=" + path.string() + ";size=" + std::to_string(info.st_size) + ";mtime=" + ns(info.st_mtim) +
+         ";ctime=" + ns(info.st_ctim) + ";device=" + std::to_string(info.st_dev) + ";inode=" + std::to_string(info.st_ino);
 }
 
-// The real file, then each regular file beside it whose name starts with `prefix` (none
-// when null), by name.
+// The directories the loader searches for a bare name, found the plain way: LD_LIBRARY_PATH,
+// then what `ldconfig -p` says its cache maps `prefix` names to.
+std::vector<fs::path> loader_directories(const char* prefix) {
+  std::vector<fs::path> out;
+  if (const char* path = std::getenv("LD_LIBRARY_PATH")) {
+    std::string rest = path;
+    for (std::size_t at = 0; at <= rest.size();) {
+      const std::size_t end = std::min(rest.find_first_of(":;", at), rest.size());
+      out.emplace_back(end == at ? "." : rest.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  if (FILE* pipe = ::popen("ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null", "r")) {
+    char line[4096];
+    while (std::fgets(line, sizeof line, pipe) != nullptr) {
+      std::string text = line;
+      const std::size_t arrow = text.find(" => ");
+      if (text.find(prefix) == std::string::npos || arrow == std::string::npos) continue;
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      out.push_back(fs::path(text.substr(arrow + 4)).parent_path());
+    }
+    ::pclose(pipe);
+  }
+  return out;
+}
+
+// The real file, then each regular file whose name starts with `prefix` (none when null) in
+// each directory the loader searches, then beside the library, by name.
 std::string reference_identity(const fs::path& named, const char* prefix) {
   const fs::path real = fs::canonical(named);
   std::string identity = reference_description(real);
   if (prefix == nullptr) return identity;
-  std::vector<std::string> names;
-  for (const fs::directory_entry& entry : fs::directory_iterator(real.parent_path())) {
-    if (entry.path().filename().string().rfind(prefix, 0) == 0) names.push_back(entry.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  for (const std::string& name : names) {
-    if (fs::is_regular_file(real.parent_path() / name)) identity += "; " + reference_description(real.parent_path() / name);
+  std::vector<fs::path> directories = loader_directories(prefix);
+  directories.push_back(real.parent_path());
+  std::vector<fs::path> seen;
+  for (const fs::path& directory : directories) {
+    if (std::find(seen.begin(), seen.end(), directory) != seen.end()) continue;
+    seen.push_back(directory);
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec)) {
+      if (entry.path().filename().string().rfind(prefix, 0) == 0) names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      if (fs::is_regular_file(directory / name)) identity += "; " + reference_description((directory / name).string());
+    }
   }
   return identity;
 }
@@ -54,7 +91,7 @@ fs::path chosen_library(const char* variable, const char* built) {
   return value != nullptr && *value == '/' ? fs::path(value) : fs::path(built);
 }
 
-TEST(LibraryIdentity, TheInstalledToolkitIsNamedInTheFormatKeysHaveAlwaysUsed) {
+TEST(LibraryIdentity, TheInstalledToolkitIsNamedWithTheCompanionTheLoaderPicks) {
   const fs::path nvrtc = chosen_library("CUJIT_NVRTC_LIBRARY", CUJIT_TEST_NVRTC_LIBRARY);
   const fs::path nvjitlink = chosen_library("CUJIT_NVJITLINK_LIBRARY", CUJIT_TEST_NVJITLINK_LIBRARY);
   if (!fs::exists(nvrtc) || !fs::exists(nvjitlink)) {

@@ -114,6 +114,27 @@ TEST(VendorLibraries, TheIdentitiesNameTheBuildsFiles) {
   }
 }
 
+// NVRTC dlopens its builtins by bare name, so the loader picks them, LD_LIBRARY_PATH first:
+// a copy there is what a compile uses (checked by compiling) and what NVRTC's identity names.
+TEST(VendorLibraries, TheBuiltinsTheLoaderPicksAreNamed) {
+  test::TempDir dir;
+  const fs::path real = fs::canonical(real_nvrtc);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(real.parent_path(), ec)) {
+    if (entry.path().filename().string().rfind("libnvrtc-builtins.so", 0) == 0 && entry.is_regular_file()) {
+      fs::copy_file(entry.path(), dir.path() / entry.path().filename());
+    }
+  }
+  const ChildAnswer plain = run_child({"identity"});
+  const ChildAnswer moved = run_child({"identity"}, {"LD_LIBRARY_PATH=" + dir.path().string()});
+  ASSERT_EQ(moved.exit_code, 0) << moved.output;
+  EXPECT_TRUE(contains(moved["nvrtc-identity"], "path=" + dir.path().string() + "/libnvrtc-builtins.so"))
+      << moved.output;
+  EXPECT_NE(moved["nvrtc-identity"], plain["nvrtc-identity"]);
+  const ChildAnswer built = run_child({"kernel", "off"}, {"LD_LIBRARY_PATH=" + dir.path().string()});
+  EXPECT_EQ(built.exit_code, 0) << built.output;
+}
+
 TEST(VendorLibraries, TheChosenLibraryIsTheOneLoadedAndNamed) {
   for (const Library& library : libraries()) {
     test::TempDir dir;

@@ -118,7 +118,7 @@ struct CacheStats {
   std::uint64_t lock_failures = 0;        ///< locks that could not be taken: built without
   std::uint64_t stale_locks_removed = 0;  ///< lock files no process held, swept by walks
 
-  /// The remote tier. Hits and misses count as hits do (manifest lookups not at all).
+  /// The remote tier. Hits and misses count as hits do (bookkeeping lookups not at all).
   std::uint64_t remote_hits = 0;
   std::uint64_t remote_misses = 0;  ///< lookups that reached Redis and missed
   std::uint64_t remote_writes = 0;  ///< entries written to Redis
@@ -211,7 +211,7 @@ class BuildCache {
                            CacheSource* source = nullptr);
 
   /// Whether a find() that answers counts as a hit in stats(): lookups of bookkeeping
-  /// entries (a compile's header manifest) do not.
+  /// entries do not.
   /// `retry`: a second look inside a build's flight, whose first look was counted: a hit
   /// counts, a miss does not.
   enum class Count { hit, nothing, retry };

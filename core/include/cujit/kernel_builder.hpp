@@ -106,11 +106,16 @@ class KernelBuilder {
   class Resolver;
   std::vector<Header> headers() const;
   LinkSet resolve(LinkerBackend backend) const;
-  LinkedKernel link_set(LinkSet& set, LinkerBackend backend) const;
-  nrt::Decision decision_for(const LinkSet& set) const;
+  /// What a build reads from its process's settings, read once when the build starts.
+  struct Settings {
+    LinkerBackend backend;
+    bool nrt_enabled;
+  };
+  LinkedKernel link_set(LinkSet& set, const Settings& settings) const;
+  nrt::Decision decision_for(const LinkSet& set, bool nrt_enabled) const;
   LinkableCode compile(const LinkableCode& code, CompileTarget target) const;
   std::shared_ptr<const LinkedKernel> linked(CacheSource& from) const;
-  LinkedKernel link_fresh(LinkerBackend backend) const;
+  LinkedKernel link_fresh(const Settings& settings) const;
   /// Adds `code` to what the memo's pre-key names, as `role`.
   void name_in_memo(std::string_view role, const LinkableCode& code);
   void seal_memo_fields();

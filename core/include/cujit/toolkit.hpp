@@ -1,7 +1,8 @@
 #pragma once
 // Where the CUDA toolkit's headers are (for CUB through NVRTC) and what CCCL they hold.
-// Which of those headers a build reads is found per compile (compile_cached's header
-// manifest), so no digest of the whole tree is needed.
+// Which of those headers a build reads is found per compile (compile_cached resolves its
+// includes and keys each header it reaches by content), so no digest of the whole tree is
+// needed.
 
 #include <filesystem>
 #include <string>

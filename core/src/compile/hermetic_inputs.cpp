@@ -34,6 +34,26 @@ struct FileData {
   std::string content;
   std::string digest;
   IncludeScan scan;  // without has-include wrappers
+
+  // The scan with the uses of these wrappers of __has_include found too; remembered for the
+  // last set of wrappers asked (a compile asks the same set for every file).
+  std::shared_ptr<const IncludeScan> scan_with(const std::vector<std::string>& wrappers) const {
+    std::string asked;
+    for (const std::string& wrapper : wrappers) asked += wrapper + '\0';
+    const std::lock_guard<std::mutex> lock(wrapped_mutex);
+    if (wrapped && wrapped_for == asked) return wrapped;
+    const bool mentioned = std::any_of(wrappers.begin(), wrappers.end(), [&](const std::string& wrapper) {
+      return content.find(wrapper) != std::string::npos;
+    });
+    wrapped = std::make_shared<const IncludeScan>(mentioned ? scan_includes(content, wrappers) : scan);
+    wrapped_for = std::move(asked);
+    return wrapped;
+  }
+
+ private:
+  mutable std::mutex wrapped_mutex;
+  mutable std::string wrapped_for;
+  mutable std::shared_ptr<const IncludeScan> wrapped;
 };
 
 struct Stamp {
@@ -203,11 +223,31 @@ class Resolver {
   struct Found {
     std::shared_ptr<HermeticInputs::File> file;  // null: not found
     std::string name;                             // what the operand becomes
+    bool writable = true;                         // whether `name` can be written in quotes
   };
 
-  // Resolves one operand as NVRTC would.
+  // Resolves one operand as NVRTC would. The same question (operand, kind, the includer's
+  // directory and search position) is answered once per compile: a CUB kernel asks its
+  // ~630 headers' ~6,000 operands, mostly the same few hundred.
   Found resolve(const IncludeSite& site, const HermeticInputs::File& includer, bool pre_include) {
     const bool next = site.kind == IncludeKind::include_next || site.kind == IncludeKind::has_include_next;
+    std::string question;
+    question.reserve(site.operand.size() + includer.directory.size() + 16);
+    question += site.angle ? '<' : '"';
+    question += next ? 'n' : (pre_include ? 'p' : 'i');
+    if (next) question += std::to_string(includer.search_index);
+    if (!site.angle && !next && !pre_include) question += includer.directory;
+    question += '\0';
+    question += site.operand;
+    if (const auto known = answers_.find(question); known != answers_.end()) return known->second;
+    Found found = search(site, includer, pre_include, next);
+    found.writable = writable_in_quotes(found.name);
+    answers_.emplace(std::move(question), found);
+    return found;
+  }
+
+ private:
+  Found search(const IncludeSite& site, const HermeticInputs::File& includer, bool pre_include, bool next) {
     if (!next) {
       for (std::size_t i = 0; i < memory_.size(); ++i) {
         if (memory_[i].name == site.operand) return {user_files_.at(i), memory_[i].name};
@@ -225,11 +265,14 @@ class Resolver {
     return {nullptr, std::string(not_found_prefix) + site.operand};
   }
 
+ public:
   std::vector<std::shared_ptr<HermeticInputs::File>> user_files_;
   std::vector<std::shared_ptr<HermeticInputs::File>> disk_files_;  // in the order found
   std::string refusal;
 
  private:
+  std::unordered_map<std::string, Found> answers_;
+
   Found found_at(const std::string& path, int search_index) {
     auto looked = FileMemo::instance().lookup(path);
     if (!looked) return {nullptr, {}};
@@ -290,14 +333,36 @@ std::vector<std::string> has_include_wrappers(const std::vector<std::shared_ptr<
   return {wrappers.begin(), wrappers.end()};
 }
 
-using Definitions = std::map<std::string, std::set<std::string>>;
+// The object-like definitions of a name across a compile's files and -D options, looked up
+// when a macro include asks for the name (a handful of names, where CCCL defines thousands).
+class Definitions {
+ public:
+  Definitions(const std::vector<std::shared_ptr<HermeticInputs::File>>& files, std::map<std::string, std::set<std::string>> options)
+      : files_(files), known_(std::move(options)) {}
+
+  const std::set<std::string>* find(const std::string& name) {
+    auto [it, inserted] = known_.try_emplace(name);
+    if (inserted) {
+      for (const auto& file : files_) {
+        for (const auto& [defined, body] : file->data->scan.object_macros) {
+          if (defined == name) it->second.insert(body);
+        }
+      }
+    }
+    return it->second.empty() ? nullptr : &it->second;
+  }
+
+ private:
+  const std::vector<std::shared_ptr<HermeticInputs::File>>& files_;
+  std::map<std::string, std::set<std::string>> known_;
+};
 
 constexpr std::size_t max_expansions = 64;
 constexpr int max_expansion_depth = 16;
 
 // Every text `text` can expand to when each identifier with object-like definitions is
 // replaced by each of them in turn; nullopt past the bounds.
-std::optional<std::set<std::string>> expansions(const std::string& text, const Definitions& definitions, int depth,
+std::optional<std::set<std::string>> expansions(const std::string& text, Definitions& definitions, int depth,
                                                 std::set<std::string>& active) {
   if (depth > max_expansion_depth) return std::nullopt;
   std::set<std::string> results{""};
@@ -311,11 +376,11 @@ std::optional<std::set<std::string>> expansions(const std::string& text, const D
     const std::string token = text.substr(i, end - i);
     i = end;
     std::set<std::string> alternatives{token};
-    const auto defined = identifier ? definitions.find(token) : definitions.end();
-    if (defined != definitions.end() && active.count(token) == 0) {
+    const std::set<std::string>* defined = identifier ? definitions.find(token) : nullptr;
+    if (defined != nullptr && active.count(token) == 0) {
       alternatives.clear();
       active.insert(token);
-      for (const std::string& body : defined->second) {
+      for (const std::string& body : *defined) {
         auto expanded = expansions(body, definitions, depth + 1, active);
         if (!expanded) return std::nullopt;
         alternatives.insert(expanded->begin(), expanded->end());
@@ -335,7 +400,7 @@ std::optional<std::set<std::string>> expansions(const std::string& text, const D
 }
 
 // -DNAME=value / -D NAME=value / --define-macro=...: definitions a macro include can use.
-void add_option_definitions(const std::vector<std::string>& options, Definitions& definitions) {
+void add_option_definitions(const std::vector<std::string>& options, std::map<std::string, std::set<std::string>>& definitions) {
   for (std::size_t i = 0; i < options.size(); ++i) {
     std::string definition;
     std::string_view value;
@@ -355,10 +420,6 @@ void add_option_definitions(const std::vector<std::string>& options, Definitions
       definitions[definition.substr(0, equals)].insert(definition.substr(equals + 1));
     }
   }
-}
-
-bool mentions_any(const std::string& text, const std::vector<std::string>& names) {
-  return std::any_of(names.begin(), names.end(), [&](const std::string& name) { return text.find(name) != std::string::npos; });
 }
 
 std::string rewritten(const HermeticInputs::File& file) {
@@ -427,11 +488,9 @@ HermeticInputs HermeticInputs::resolve(const Program& program, const CompileOpti
   // Macro includes, expanded with every definition seen, until no new file turns up.
   std::map<std::string, std::shared_ptr<File>> aliases;
   for (int round = 0; round < 64 && out.refusal_.empty() && resolver.refusal.empty(); ++round) {
-    Definitions definitions;
-    add_option_definitions(parsed.passed_on, definitions);
-    for (const auto& file : scanned) {
-      for (const auto& [name, body] : file->data->scan.object_macros) definitions[name].insert(body);
-    }
+    std::map<std::string, std::set<std::string>> from_options;
+    add_option_definitions(parsed.passed_on, from_options);
+    Definitions definitions(scanned, std::move(from_options));
     const std::size_t files_before = scanned.size();
     for (std::size_t i = 0; i < scanned.size() && out.refusal_.empty(); ++i) {
       const std::shared_ptr<File> file = scanned[i];
@@ -493,9 +552,8 @@ HermeticInputs HermeticInputs::resolve(const Program& program, const CompileOpti
   }
   for (std::size_t i = 0; i < all.size() && out.refusal_.empty(); ++i) {
     const std::shared_ptr<File> file = all[i];  // a copy: all grows below
-    const bool rescan = !wrappers.empty() && mentions_any(file->data->content, wrappers);
-    const IncludeScan scan = rescan ? scan_includes(file->data->content, wrappers) : IncludeScan{};
-    const IncludeScan& used = rescan ? scan : file->data->scan;
+    const std::shared_ptr<const IncludeScan> wrapped = wrappers.empty() ? nullptr : file->data->scan_with(wrappers);
+    const IncludeScan& used = wrapped ? *wrapped : file->data->scan;
     if (!used.computed.empty()) {
       out.refusal_ = "'" + file->name + "' has a computed include (" + used.computed.front() + ")";
       break;
@@ -507,7 +565,7 @@ HermeticInputs HermeticInputs::resolve(const Program& program, const CompileOpti
     file->replacements.clear();
     for (const IncludeSite& site : file->sites) {
       Resolver::Found found = resolver.resolve(site, *file, false);
-      if (!writable_in_quotes(found.name)) {
+      if (!found.writable) {
         out.refusal_ = "the operand '" + site.operand + "' in '" + file->name + "' cannot be rewritten";
         break;
       }

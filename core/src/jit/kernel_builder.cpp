@@ -182,8 +182,7 @@ KernelBuilder& KernelBuilder::link(LinkableCode code) {
   return *this;
 }
 
-nrt::Decision KernelBuilder::decision_for(const LinkSet& set) const {
-  const bool globally_enabled = nrt::enabled();
+nrt::Decision KernelBuilder::decision_for(const LinkSet& set, bool globally_enabled) const {
   // With NRT off for this kernel nothing else decides: its PTX is not scanned.
   const bool on = options_.nrt.value_or(globally_enabled);
   const bool own_references = on && std::any_of(own_.begin(), own_.end(), [](const LinkableCode& c) {
@@ -197,7 +196,7 @@ nrt::Decision KernelBuilder::decision_for(const LinkSet& set) const {
 }
 
 nrt::Decision KernelBuilder::nrt_decision() const {
-  return decision_for(resolve(Linker(options_.link, *cache_).backend()));
+  return decision_for(resolve(Linker(options_.link, *cache_).backend()), nrt::enabled());
 }
 
 // Resolution of declared functions for one build: scans what is in the link set, adds
@@ -364,19 +363,21 @@ std::shared_ptr<const LinkedKernel> KernelBuilder::linked(CacheSource& from) con
     throw Error(ErrorKind::usage, "KernelBuilder::link_cubin",
                 "kernel '" + kernel_name_ + "' has no source; add its own code with source()");
   }
-  const LinkerBackend backend = backend_for(options_.link);
+  // The settings a build depends on are read here, once: the memo's key and the build
+  // itself see the same values even if another thread changes them meanwhile.
+  const Settings settings{backend_for(options_.link), nrt::enabled()};
   std::string pre_key;
   if (!memo_digest_.empty()) {
     pre_key.reserve(memo_digest_.size() + 16);
     pre_key += memo_digest_;
-    pre_key += nrt::enabled() ? "+nrt:" : "-nrt:";
-    pre_key += to_string(backend);
+    pre_key += settings.nrt_enabled ? "+nrt:" : "-nrt:";
+    pre_key += to_string(settings.backend);
     if (std::shared_ptr<const LinkedKernel> memorized = cache_->recall<LinkedKernel>(pre_key)) {
       from = CacheSource::memo;
       return memorized;
     }
   }
-  auto fresh = std::make_shared<const LinkedKernel>(link_fresh(backend));
+  auto fresh = std::make_shared<const LinkedKernel>(link_fresh(settings));
   from = fresh->source;
   if (!pre_key.empty()) {
     cache_->memorize(pre_key, fresh, fresh->link.code.bytes().size() + fresh->link.info_log.size());
@@ -398,12 +399,12 @@ LinkedKernel KernelBuilder::link_cubin() const {
 
 // With CUJIT_CAPTURE_DIR set, a failed build is saved as a scenario (link/failure_capture.hpp);
 // the links it retries are not.
-LinkedKernel KernelBuilder::link_fresh(LinkerBackend backend) const try {
+LinkedKernel KernelBuilder::link_fresh(const Settings& settings) const try {
   const detail::CaptureSuppressed retried_links;
-  Resolver resolver(*this, backend);
+  Resolver resolver(*this, settings.backend);
   for (;;) {
     try {
-      return link_set(resolver.set, backend);
+      return link_set(resolver.set, settings);
     } catch (const LinkError& error) {
       // Declared functions referenced from code scanning cannot read (LTO-IR): resolve
       // what the link reports missing and link again; stop when nothing new is declared.
@@ -413,7 +414,7 @@ LinkedKernel KernelBuilder::link_fresh(LinkerBackend backend) const try {
 } catch (const Error& error) {
   detail::capture_failure_of(
       [&] {
-        detail::FailedBuild failed{"kernel", kernel_name_, &options_.link, backend, options_.nrt, {}, {}, {}};
+        detail::FailedBuild failed{"kernel", kernel_name_, &options_.link, settings.backend, options_.nrt, {}, {}, {}};
         detail::not_captured_options(options_.link, failed.not_captured);
         for (const LinkableCode& code : own_) failed.sources.push_back(&code);
         for (const LinkableCode& code : external_) failed.inputs.push_back(&code);
@@ -427,15 +428,18 @@ LinkedKernel KernelBuilder::link_fresh(LinkerBackend backend) const try {
   throw;
 }
 
-LinkedKernel KernelBuilder::link_set(LinkSet& set, LinkerBackend backend) const {
-  const nrt::Decision decision = decision_for(set);
+LinkedKernel KernelBuilder::link_set(LinkSet& set, const Settings& settings) const {
+  const LinkerBackend backend = settings.backend;
+  const nrt::Decision decision = decision_for(set, settings.nrt_enabled);
   std::optional<LinkableCode> runtime;
   if (decision.link) {
     runtime = nrt::library(options_.link.arch, cu_compile_target(backend, options_.link.lto),
                            options_.link.compile.options, *cache_);
   }
   try {
-    Linker linker(options_.link, *cache_);
+    LinkOptions link_options = options_.link;
+    link_options.backend = backend;  // as chosen when the build started, not chosen again
+    Linker linker(link_options, *cache_);
     for (const LinkableCode& code : set.codes) linker.add(code);
     if (runtime) linker.add(*runtime);
     CachedLink link = linker.link_cached();

@@ -290,8 +290,8 @@ std::string generate_source(const ReduceSpec& spec, const OperatorCode& op) {
 }
 
 // The options of the generated kernel's compile: the user's include directories and
-// options, C++17. No toolkit include directory: the source includes nothing, and a compile
-// that can read no file needs no header manifest in the cache.
+// options, C++17. No toolkit include directory: the source includes nothing, so its compile
+// reads no file.
 CompileOptions kernel_options(const ReduceSpec& spec) {
   CompileOptions options;
   options.arch = spec.arch;

@@ -2,7 +2,7 @@
 // The CUDA C++ inputs of one link, compiled side by side. Each input's stored result is
 // looked up first, one after the other on the calling thread (a hit is a few file reads:
 // less than a thread's start); only the misses compile. cujit's own work per missing input
-// (keys, the flight, the header manifest) runs on threads (support/concurrently.hpp);
+// (the include search, keys, the flight) runs on threads (support/concurrently.hpp);
 // NVRTC itself runs one compile at a time per process, so when two or more inputs run
 // NVRTC at once each does so in a worker process of its own (compile/compile_batch.hpp,
 // compile/compile_worker.hpp), with the same result and errors as in-process. An input that

@@ -23,15 +23,17 @@ struct ResolvedFile {
 };
 ResolvedFile resolve_file(const std::string& path);
 
-// "path=<real path>;size=<bytes>;mtime=<ns>" of the shared object that holds `symbol`
+// "path=<real path>;size=<bytes>;mtime=<ns>;ctime=<ns>;device=<n>;inode=<n>" of the shared object that holds `symbol`
 // (found with dladdr), or "unknown:<reason>" when it cannot be found. Statically linked
 // code reports the executable. Cheap after the first call per object.
 std::string library_identity(const void* symbol);
 
 // The same description of a resolved file ("unknown:stat failed for <path>" without a
 // status), then, when `siblings` is not null, "; " and the description of each regular file
-// beside it whose name starts with `siblings` (NVRTC loads libnvrtc-builtins.so.* from its
-// own directory at compile time), in order of name, each "; "-separated. For a file named
+// whose name starts with `siblings` in each directory the loader searches for a companion
+// loaded by bare name (NVRTC dlopens libnvrtc-builtins.so.<major.minor> at compile time):
+// LD_LIBRARY_PATH, the directories /etc/ld.so.cache names for it, then the library's own,
+// in that order, each "; "-separated. For a file named
 // by path before (or without) loading it, the result is the one the loaded library gives.
 std::string file_identity(const ResolvedFile& file, const char* siblings);
 std::string library_identity(const void* symbol, const char* siblings);
