@@ -9,9 +9,25 @@
 #include <cstring>
 #include <iostream>
 
+#include "runner/printable_text.hpp"
+
 namespace cujit::cli {
 
-std::string shown(const std::string& text) { return "'" + text + "'"; }
+std::string printable(std::string_view text) { return scenarios::printable_text(text); }
+
+std::string printable_lines(std::string_view text) {
+  std::string out;
+  for (std::size_t start = 0;;) {
+    const std::size_t end = text.find('\n', start);
+    if (start > 0) out += "\n  ";
+    out += printable(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos || end + 1 == text.size()) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string shown(const std::string& text) { return "'" + printable(text) + "'"; }
 
 OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

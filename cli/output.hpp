@@ -15,7 +15,18 @@ class CliError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// "--out 'DIR'" style naming for messages: the text as given, in single quotes.
+// Text from outside the command (a file's name or contents, a child's output) as it may be
+// printed on a terminal: control characters (newlines, ESC, C1 controls), invalid UTF-8
+// bytes and backslashes written as escapes (\n, \x1b, \\), so that no input can forge
+// a line of the command's output or send the terminal a sequence.
+std::string printable(std::string_view text);
+
+// A message that may hold several lines of outside text (an error with a vendor log): each
+// line printable(), the lines after the first indented by two spaces, so that none of them
+// reads as a line of the command's own.
+std::string printable_lines(std::string_view text);
+
+// "--out 'DIR'" style naming for messages: the text in single quotes, printable().
 std::string shown(const std::string& text);
 
 // A file written in pieces (a child's log, as it arrives). The first failed write is kept

@@ -89,7 +89,7 @@ void test_seam_crash() {
 std::string what_runs(const scenarios::Scenario& scenario) {
   std::string backends;
   for (LinkerBackend backend : scenario.backends()) backends += (backends.empty() ? "" : " and ") + std::string(to_string(backend));
-  return "running scenario '" + scenario.name + "' (" + std::to_string(scenario.steps.size()) + " step" +
+  return "running scenario " + shown(scenario.name) + " (" + std::to_string(scenario.steps.size()) + " step" +
          (scenario.steps.size() == 1 ? "" : "s") + " through " + backends + ")";
 }
 
@@ -120,7 +120,7 @@ int run_here(const ReproOptions& options) {
     progress(fd, finished);
     return report.verdict == scenarios::Verdict::as_expected ? exit_ok : exit_failures;
   } catch (const Error& error) {
-    std::cerr << "cujit repro: " << error.what() << "\n";
+    std::cerr << "cujit repro: " << printable_lines(error.what()) << "\n";
     progress(fd, finished);
     return exit_usage;
   }
@@ -142,16 +142,18 @@ void print_crash(const ReproOptions& options, const scenarios::Scenario& scenari
     std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
-  std::cout << "scenario: " << scenario.name << "\n"
-            << "file: " << options.scenario << "\n"
+  std::cout << "scenario: " << printable(scenario.name) << "\n"
+            << "file: " << printable(options.scenario) << "\n"
             << "verdict: " << verdict << "\n"
-            << "  the process running the scenario died while " << (doing.empty() ? "starting" : doing) << "\n";
+            << "  the process running the scenario died while " << (doing.empty() ? "starting" : printable(doing))
+            << "\n";
   if (!last_output.empty()) {
     std::cout << "  its last output:\n";
     std::size_t start = 0;
     while (start < last_output.size()) {
       const std::size_t end = last_output.find('\n', start);
-      std::cout << "    " << last_output.substr(start, end == std::string::npos ? std::string::npos : end - start) << "\n";
+      std::cout << "    " << printable(last_output.substr(start, end == std::string::npos ? std::string::npos : end - start))
+                << "\n";
       if (end == std::string::npos) break;
       start = end + 1;
     }
@@ -179,7 +181,7 @@ int run_isolated(const ReproOptions& options) {
     scenario = scenarios::load_scenario(options.scenario);
     apply_linker_environment(scenario, false);
   } catch (const Error& error) {
-    std::cerr << "cujit repro: " << error.what() << "\n";
+    std::cerr << "cujit repro: " << printable_lines(error.what()) << "\n";
     return exit_usage;
   }
   ChildSpec child = child_spec({self_executable(), "repro", "--in-process", "--progress-fd",
@@ -201,7 +203,7 @@ int run_isolated(const ReproOptions& options) {
   if (!exit.started()) throw CliError("repro: cannot run the scenario in a child process: " + describe(exit));
   const std::string doing = steps.last_line();
   if (exit.exited() && doing == finished) return exit.exit_code;
-  std::cerr << "cujit repro: the process running scenario '" << scenario.name << "' " << describe(exit) << "\n";
+  std::cerr << "cujit repro: the process running scenario " << shown(scenario.name) << " " << describe(exit) << "\n";
   print_crash(options, scenario, exit, doing, last_lines(errors.text(), 20));
   return exit_crashed;
 }

@@ -21,7 +21,7 @@ int guarded(const char* name, Step&& step) {
   try {
     return step();
   } catch (const std::exception& error) {
-    std::cerr << "cujit run: " << name << ": " << error.what() << "\n";
+    std::cerr << "cujit run: " << name << ": " << printable_lines(error.what()) << "\n";
     return exit_usage;
   }
 }
