@@ -105,6 +105,7 @@ int bench(const BenchOptions& options, nlohmann::json* summary) {
   for (const std::string& scenario : options.scenarios) {
     if (scenario.empty()) throw CliError("bench: --scenario '': must not be empty");
   }
+  if (options.quick && options.full) throw CliError("bench: --quick and --full: give one of them");
   const bool quick = options.quick || (!options.full && !has_device());
   make_output_dir(options.out, "bench: --out");
   // bench_reduce's reduce_build family needs no GPU; its throughput family skips without one.

@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -115,14 +116,31 @@ void print_stats(const nlohmann::json& stats) {
   for (const auto& warning : stats["warnings"]) std::cout << "warning: " << warning.get<std::string>() << "\n";
 }
 
+// `cache stats` and `cache path` only read: opening the disk tier of a directory that does
+// not exist would create its whole chain (a mistyped CUJIT_CACHE_DIR included). For such a
+// directory they open the cache without its disk tier and say that nothing is there.
+bool directory_missing(const std::filesystem::path& directory) {
+  std::error_code error;
+  return !directory.empty() && !std::filesystem::exists(std::filesystem::symlink_status(directory, error)) && !error;
+}
+
 }  // namespace
 
 int cache(const CacheOptions& options) {
   if (options.zero && options.action != "stats") {
     throw CliError("cache " + options.action + ": --zero goes with `cache stats`");
   }
-  BuildCache& cache = BuildCache::global();
-  const std::string directory = cache.config().directory.string();
+  const CacheConfig configured = CacheConfig::from_environment();
+  const bool read_only = options.action != "clear" && !options.zero;
+  const bool missing = read_only && configured.mode == CacheMode::disk && directory_missing(configured.directory);
+  std::optional<BuildCache> without_disk;
+  if (missing) {
+    CacheConfig config = configured;
+    config.mode = CacheMode::memory;
+    without_disk.emplace(std::move(config));
+  }
+  BuildCache& cache = missing ? *without_disk : BuildCache::global();
+  const std::string directory = configured.directory.string();
   if (options.action == "path") {
     if (options.json) {
       print_json({{"schema", 1}, {"directory", directory}});
@@ -140,7 +158,12 @@ int cache(const CacheOptions& options) {
     }
     return exit_ok;
   }
-  nlohmann::json stats = stats_json(cache, read_cache_counters(cache.config().directory));
+  nlohmann::json stats = stats_json(cache, missing ? CacheCounters{} : read_cache_counters(cache.config().directory));
+  if (missing) {
+    stats["mode"] = to_string(configured.mode);
+    stats["warnings"].push_back("the cache directory " + directory +
+                                " does not exist: nothing is cached there yet (cache stats creates nothing)");
+  }
   if (options.zero) zero_cache_counters(cache.config().directory);
   stats["zeroed"] = options.zero;
   if (options.json) {

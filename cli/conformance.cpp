@@ -10,6 +10,7 @@
 // (shard_record.hpp); every run also writes DIR/resource-spec.json, this host's GPUs for
 // `ctest --resource-spec-file`.
 #include <chrono>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -326,6 +327,14 @@ int conformance(const ConformanceOptions& options, nlohmann::json* summary) {
       throw CliError("conformance: --area " + shown(area) + ": an area is a name of lowercase letters, digits and _");
     }
   }
+  // The command decides the selection and the shards (its options); these variables of the
+  // caller's reach no suite, and a caller who set them should know that.
+  for (const char* variable : {"GTEST_FILTER", "GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX"}) {
+    if (const char* value = std::getenv(variable); value != nullptr) {
+      std::cerr << "cujit conformance: warning: " << variable << "=" << printable(value)
+                << " is set and ignored (the suites run what --area, --filter and --shard say)\n";
+    }
+  }
   const std::vector<AreaSuite> listed = ctest_areas(build_dir());
   if (options.list) return list_areas(listed, options.json);
   if (listed.empty()) {
@@ -349,6 +358,7 @@ int conformance(const ConformanceOptions& options, nlohmann::json* summary) {
     }
   }
   const fs::path junit = options.out / "junit";
+  make_output_dir(options.out, "conformance: --out");
   make_output_dir(junit, "conformance: --out");
   make_output_dir(options.out / "gtest", "conformance: --out");
 

@@ -70,6 +70,22 @@ void write_file(const std::filesystem::path& path, std::string_view bytes) {
 
 void make_output_dir(const std::filesystem::path& dir, const std::string& argument) {
   std::error_code error;
+  // Files are written under the directory by name: a symbolic link planted there (by whoever
+  // could write to it before) would send them elsewhere. A directory that holds one is refused.
+  if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, error))) {
+    for (std::filesystem::recursive_directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+      if (it->is_symlink(error)) {
+        throw CliError(argument + " " + shown(dir.string()) + ": holds a symbolic link, " + shown(it->path().string()) +
+                       ": give a new or empty directory");
+      }
+    }
+    error.clear();
+  }
+  make_directory(dir, argument);
+}
+
+void make_directory(const std::filesystem::path& dir, const std::string& argument) {
+  std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) throw CliError(argument + " " + shown(dir.string()) + ": cannot create the directory: " + error.message());
   if (!std::filesystem::is_directory(dir, error)) {

@@ -58,8 +58,13 @@ class OutputFile {
 void write_file(const std::filesystem::path& path, std::string_view bytes);
 
 // Creates the output directory given as `argument` (e.g. "--out"); throws CliError naming
-// the argument and the path when it cannot be created or is not a directory.
+// the argument and the path when it cannot be created, is not a directory, or holds a
+// symbolic link anywhere below it (the command's files would follow it elsewhere).
 void make_output_dir(const std::filesystem::path& dir, const std::string& argument);
+
+// Creates `dir` and its parents (a directory the command does not write by name, such as
+// repro's --cache-dir, whose safety the cache checks itself); CliError as above.
+void make_directory(const std::filesystem::path& dir, const std::string& argument);
 
 // Throws CliError naming `argument` when `path` is not a readable regular file.
 void require_input_file(const std::string& path, const std::string& argument);

@@ -100,7 +100,7 @@ std::vector<std::pair<std::string, std::string>> cache_environment(const ReproOp
   }
   if (options.no_cache) return {{"CUJIT_CACHE", "off"}};
   if (options.cache_dir.empty()) return {};
-  make_output_dir(options.cache_dir, "repro: --cache-dir");
+  make_directory(options.cache_dir, "repro: --cache-dir");
   return {{"CUJIT_CACHE_DIR", std::filesystem::absolute(options.cache_dir).string()}};
 }
 
