@@ -2,6 +2,9 @@
 // counters of the cache directory (read_cache_counters: what every process using it
 // counted, as `ccache -s` shows), with the hit rate of each tier and sizes in binary units;
 // --zero sets them to 0 after showing them; --json prints one object (docs/cli.md).
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <ctime>
 #include <iomanip>
 #include <iostream>
@@ -120,8 +123,8 @@ void print_stats(const nlohmann::json& stats) {
 // not exist would create its whole chain (a mistyped CUJIT_CACHE_DIR included). For such a
 // directory they open the cache without its disk tier and say that nothing is there.
 bool directory_missing(const std::filesystem::path& directory) {
-  std::error_code error;
-  return !directory.empty() && !std::filesystem::exists(std::filesystem::symlink_status(directory, error)) && !error;
+  struct stat info {};
+  return !directory.empty() && ::lstat(directory.c_str(), &info) != 0 && (errno == ENOENT || errno == ENOTDIR);
 }
 
 }  // namespace

@@ -24,7 +24,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "cujit/build_cache.hpp"
 #include "cujit/error.hpp"
+#include "cujit/nrt.hpp"
 #include "json_output.hpp"
 #include "output.hpp"
 #include "presentation.hpp"
@@ -86,6 +88,13 @@ void test_seam_crash() {
   std::raise(signal);
 }
 
+// The variables the scenario's run reads, read here first: a bad value is a usage error
+// (exit 2, naming the variable, as docs/cli.md says), not a step that failed (exit 1).
+void check_environment() {
+  (void)CacheConfig::from_environment();
+  (void)nrt::enabled();
+}
+
 std::string what_runs(const scenarios::Scenario& scenario) {
   std::string backends;
   for (LinkerBackend backend : scenario.backends()) backends += (backends.empty() ? "" : " and ") + std::string(to_string(backend));
@@ -110,6 +119,7 @@ int run_here(const ReproOptions& options) {
   for (const auto& [name, value] : cache_environment(options)) ::setenv(name.c_str(), value.c_str(), 1);
   try {
     progress(fd, "loading " + options.scenario);
+    check_environment();
     scenarios::Scenario scenario = scenarios::load_scenario(options.scenario);
     apply_linker_environment(scenario, true);
     progress(fd, what_runs(scenario));
@@ -180,6 +190,9 @@ int run_isolated(const ReproOptions& options) {
   try {
     scenario = scenarios::load_scenario(options.scenario);
     apply_linker_environment(scenario, false);
+    // After --cache-dir / --no-cache would set the cache's variables: those are the child's.
+    if (options.cache_dir.empty() && !options.no_cache) check_environment();
+    else (void)nrt::enabled();
   } catch (const Error& error) {
     std::cerr << "cujit repro: " << printable_lines(error.what()) << "\n";
     return exit_usage;

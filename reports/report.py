@@ -271,7 +271,7 @@ def plot_peers(data, peers, out_dir, plt, caption, suffix):
 
 def plots(runs, out_dir, plt):
     """[(title, path or None)], one set per vendor-cache state, and the L2 marking per state."""
-    device, mode = figures.device_of(runs), figures.modes_of(runs)
+    device, mode = figures.device_label(figures.device_of(runs)), figures.modes_of(runs)
     l2, l2_source = tables.l2_of(runs)
     peers = figures.peers_of(runs).data
     drawn, marked = [], {}
@@ -291,6 +291,20 @@ def plots(runs, out_dir, plt):
     return drawn, marked
 
 
+# What run fills each plot, for a report whose files have no data for it (a CPU-only run).
+FILLED_BY = (
+    ("Cold vs cached vs floor", "bench_jit's GPU families: a GPU run (cujit bench --full, ci/bench.sh)"),
+    ("Stream vs graph launch", "bench_launch: a GPU run (cujit bench --full, ci/bench.sh)"),
+    ("reduce_into throughput", "bench_reduce's throughput family: a GPU run (cujit bench --full, ci/bench.sh)"),
+    ("reduce_into vs CUB per type", "bench_reduce with the AOT CUB floor: a GPU run (cujit bench --full, ci/bench.sh)"),
+    ("Peers", "the peers' JSON (numba-cuda, cuda.core), which ci/bench.sh writes on a GPU machine"),
+)
+
+
+def filled_by(title):
+    return next((what for prefix, what in FILLED_BY if title.startswith(prefix)), "another benchmark run")
+
+
 def write_html(runs, report, drawn, out_dir):
     heading, lines, report_tables = report
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>cujit report</title>",
@@ -308,7 +322,8 @@ def write_html(runs, report, drawn, out_dir):
         if path:
             parts.append(f"<h3>{html.escape(title)}</h3><img src='{os.path.basename(path)}'>")
         else:
-            parts.append(f"<h3>{html.escape(title)}</h3><p>No data for this plot in these files.</p>")
+            parts.append(f"<h3>{html.escape(title)}</h3><p>No data for this plot in these files. "
+                         f"It needs {html.escape(filled_by(title))}.</p>")
     errors = [(run.path, n, b.error or b.skipped) for run in runs for n, b in sorted(run.benchmarks.items())
               if b.error or b.skipped]
     if errors:
