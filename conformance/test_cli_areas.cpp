@@ -24,6 +24,13 @@ using test::cli::run_cujit;
 using test::cli::run_program;
 using test::cli::Spec;
 
+// A spec with these arguments and the defaults for the rest.
+Spec with_args(std::vector<std::string> args) {
+  Spec spec;
+  spec.args = std::move(args);
+  return spec;
+}
+
 // The build tree conformance_cli was built in: CUJIT_CLI_BINARY is <build>/cli/cujit.
 fs::path this_build() { return fs::path(CUJIT_CLI_BINARY).parent_path().parent_path(); }
 
@@ -92,6 +99,12 @@ TEST(CliAreas, AreaOverTwoProgramsOrNotCtestJsonIsRefused) {
   tests.push_back(ctest_test("A.x", "/b/one", {"area:a"}));
   tests.push_back(ctest_test("A.y", "/b/two", {"area:a"}));
   EXPECT_THROW(cli::parse_ctest_areas(ctest_document(tests), "generated"), cli::CliError);
+  // An area name becomes file names under --out: a label that is no plain name is refused.
+  for (const char* label : {"area:../x", "area:", "area:A", "area:a/b", "area:a b"}) {
+    nlohmann::json odd = nlohmann::json::array();
+    odd.push_back(ctest_test("A.x", "/b/one", {label}));
+    EXPECT_THROW(cli::parse_ctest_areas(ctest_document(odd), "generated"), cli::CliError) << label;
+  }
   for (const char* text : {"", "[]", "{}", R"({"tests": 3})", "{\"tests\": [", "not json"}) {
     EXPECT_THROW(cli::parse_ctest_areas(text, "bad"), cli::CliError) << text;
   }
@@ -99,13 +112,16 @@ TEST(CliAreas, AreaOverTwoProgramsOrNotCtestJsonIsRefused) {
 
 // This build: CTest's own list, read here independently, against `cujit conformance --list`.
 TEST(CliAreas, ListOfThisBuildMatchesCtestAreaByArea) {
-  const auto listing = run_program(CUJIT_CLI_CTEST, Spec{{"--show-only=json-v1", "--test-dir", this_build().string()}});
+  const auto listing = run_program(CUJIT_CLI_CTEST, with_args({"--show-only=json-v1", "--test-dir", this_build().string()}));
   ASSERT_EQ(listing.exit_code, 0) << listing.err;
   const nlohmann::json document = nlohmann::json::parse(listing.out);
   std::map<std::string, std::size_t> ctest_counts;
   std::set<std::string> unlabelled_suites;
   for (const auto& test : document["tests"]) {
-    const std::string program = test["command"].empty() ? "" : test["command"][0].get<std::string>();
+    // CTest gives no command for a suite's placeholder (<target>_NOT_BUILT).
+    const auto command = test.find("command");
+    const std::string program =
+        command == test.end() || !command->is_array() || command->empty() ? "" : command->front().get<std::string>();
     std::vector<std::string> areas;
     for (const auto& property : test.value("properties", nlohmann::json::array())) {
       if (property["name"] != "LABELS") continue;
@@ -130,7 +146,7 @@ TEST(CliAreas, ListOfThisBuildMatchesCtestAreaByArea) {
     EXPECT_EQ(ctest_counts.count(area), 1u) << area;
   }
 
-  Spec spec{{"conformance", "--list", "--json"}};
+  Spec spec = with_args({"conformance", "--list", "--json"});
   spec.env = {{"CUJIT_BUILD_DIR", this_build().string()}};
   const auto run = run_cujit(spec);
   ASSERT_EQ(run.exit_code, 0) << run.all();
@@ -146,7 +162,7 @@ TEST(CliAreas, RunCoversEveryAreaCtestLists) {
   TempDir dir;
   const std::vector<std::string> areas{"format", "link_options", "support_scan", "disk_hit_path", "zeta_new_area"};
   const fs::path build = test::cli::make_fake_build(dir.path(), areas);
-  Spec spec{{"conformance", "--out", (dir.path() / "out").string(), "--json"}};
+  Spec spec = with_args({"conformance", "--out", (dir.path() / "out").string(), "--json"});
   spec.env = {{"CUJIT_BUILD_DIR", build.string()}};
   spec.unset = {"CUJIT_FAKE_CRASH", "GTEST_FILTER", "GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX"};
   const auto run = run_cujit(spec);
@@ -166,7 +182,7 @@ TEST(CliAreas, UnbuiltOrUnknownAreaIsExit2NamingIt) {
   std::ofstream(build / "CTestTestfile.cmake", std::ios::app)
       << "add_test(conformance_later_NOT_BUILT conformance_later_NOT_BUILT)\n"
       << "set_tests_properties(conformance_later_NOT_BUILT PROPERTIES LABELS \"area:later\")\n";
-  Spec spec{{"conformance", "--out", (dir.path() / "out").string()}};
+  Spec spec = with_args({"conformance", "--out", (dir.path() / "out").string()});
   spec.env = {{"CUJIT_BUILD_DIR", build.string()}};
   const auto all = run_cujit(spec);
   EXPECT_EQ(all.exit_code, 2) << all.all();

@@ -33,6 +33,13 @@ using test::TempDir;
 using test::cli::run_cujit;
 using test::cli::Spec;
 
+// A spec with these arguments and the defaults for the rest.
+Spec with_args(std::vector<std::string> args) {
+  Spec spec;
+  spec.args = std::move(args);
+  return spec;
+}
+
 constexpr std::size_t ten_megabytes = std::size_t{10} << 20;
 
 // While alive, opens `fifo` for writing and closes it again every `every` once the command
@@ -112,7 +119,7 @@ TEST(HostileCliLongLines, MergeReadsATenMegabyteSkipMessage) {
   ASSERT_NE(reason, std::string::npos) << text;
   text.replace(reason, std::string("fake reason").size(), "file.cpp:1 " + std::string(ten_megabytes, 'r'));
   test::cli::write_file(xml, text);
-  Spec spec{{"merge", "--out", (dir.path() / "merged").string(), out.string(), "--json"}};
+  Spec spec = with_args({"merge", "--out", (dir.path() / "merged").string(), out.string(), "--json"});
   const auto run = run_cujit(spec);
   EXPECT_EQ(run.signal, 0) << "merge died";
   EXPECT_EQ(run.exit_code, 0) << run.err;
@@ -191,7 +198,7 @@ TEST(HostileCliInputFiles, MergeOfAShardRecordThatIsAFifoFailsWithoutHanging) {
   fs::create_directories(dir.path() / "s0");
   const fs::path fifo = make_fifo(dir.path() / "s0" / "shard.json");
   const FifoWatchdog watchdog(fifo, std::chrono::seconds(20));
-  Spec spec{{"merge", "--out", (dir.path() / "merged").string(), (dir.path() / "s0").string()}};
+  Spec spec = with_args({"merge", "--out", (dir.path() / "merged").string(), (dir.path() / "s0").string()});
   const auto run = run_cujit(spec);
   EXPECT_FALSE(watchdog.needed()) << "merge blocked on the FIFO";
   EXPECT_EQ(run.exit_code, 1) << run.all();
@@ -206,7 +213,7 @@ TEST(HostileCliInputFiles, VendorLibraryThatIsAFifoIsRefusedWithoutHanging) {
   for (const char* variable : {"CUJIT_NVRTC_LIBRARY", "CUJIT_NVJITLINK_LIBRARY"}) {
     SCOPED_TRACE(variable);
     const FifoWatchdog watchdog(fifo, std::chrono::seconds(20));
-    Spec spec{{"info", "--json"}};
+    Spec spec = with_args({"info", "--json"});
     spec.env = {{variable, fifo.string()}};
     const auto run = run_cujit(spec);
     EXPECT_FALSE(watchdog.needed()) << "loading the library blocked on the FIFO";
@@ -217,17 +224,36 @@ TEST(HostileCliInputFiles, VendorLibraryThatIsAFifoIsRefusedWithoutHanging) {
 
 // ---- untrusted text printed escaped ------------------------------------------------------------
 
+// Decodes `text` as UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+// U+10FFFF) and answers whether it decodes and holds no control character but tab.
 bool valid_utf8_without_controls(const std::string& text) {
   for (std::size_t at = 0; at < text.size();) {
-    const auto c = static_cast<unsigned char>(text[at]);
-    if (c < 0x80) {
-      if ((c < 0x20 && c != '\t') || c == 0x7F) return false;
-      ++at;
-      continue;
+    const auto lead = static_cast<unsigned char>(text[at]);
+    std::size_t length = 1;
+    std::uint32_t code = lead;
+    if (lead >= 0x80) {
+      if ((lead & 0xE0) == 0xC0) {
+        length = 2;
+        code = lead & 0x1F;
+      } else if ((lead & 0xF0) == 0xE0) {
+        length = 3;
+        code = lead & 0x0F;
+      } else if ((lead & 0xF8) == 0xF0) {
+        length = 4;
+        code = lead & 0x07;
+      } else {
+        return false;
+      }
+      if (at + length > text.size()) return false;
+      for (std::size_t k = 1; k < length; ++k) {
+        const auto next = static_cast<unsigned char>(text[at + k]);
+        if ((next & 0xC0) != 0x80) return false;
+        code = (code << 6) | (next & 0x3F);
+      }
+      const std::uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+      if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
     }
-    const std::size_t length = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    if (length == 0 || at + length > text.size()) return false;
-    if (c == 0xC2 && static_cast<unsigned char>(text[at + 1]) <= 0x9F) return false;  // C1
+    if ((code < 0x20 && code != '\t') || (code >= 0x7F && code <= 0x9F)) return false;
     at += length;
   }
   return true;
@@ -247,7 +273,9 @@ TEST(HostileCliText, PrintableTextHasNoControlsAndIsIdempotent) {
     const std::string shown = scenarios::printable_text(text);
     EXPECT_TRUE(valid_utf8_without_controls(shown)) << shown;
     EXPECT_EQ(scenarios::printable_text(shown), shown);
-    if (valid_utf8_without_controls(text)) EXPECT_EQ(shown, text);
+    if (valid_utf8_without_controls(text)) {
+      EXPECT_EQ(shown, text);
+    }
   }
   EXPECT_EQ(scenarios::printable_text("a\nverdict: as expected\x1b[2J"), "a\\nverdict: as expected\\x1b[2J");
 }
@@ -264,7 +292,7 @@ TEST(HostileCliText, ScenarioNameCannotForgeAVerdictOrSendEscapes) {
                              {"expect", {{"outcome", "error"}, {"kind", "link"}, {"message", "never"}}}};
   test::cli::write_file(dir.path() / "forged.json", scenario.dump());
   for (const bool in_process : {false, true}) {
-    Spec spec{{"repro", "--no-cache"}};
+    Spec spec = with_args({"repro", "--no-cache"});
     if (in_process) spec.args.push_back("--in-process");
     spec.args.insert(spec.args.end(), {"--", (dir.path() / "forged.json").string()});
     spec.unset = {"CUJIT_LINKER", "CUJIT_TEST_REPRO_CRASH"};
@@ -303,14 +331,14 @@ TEST(HostileCliReadOnly, CacheStatsCreatesNoDirectory) {
   const fs::path mistyped = dir.path() / "no" / "such" / "cache";
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"cache", "stats"}, {"cache", "stats", "--json"}, {"cache", "path"}}) {
-    Spec spec{args};
+    Spec spec = with_args(args);
     spec.env = {{"CUJIT_CACHE_DIR", mistyped.string()}};
     spec.unset = {"CUJIT_CACHE"};
     const auto run = run_cujit(spec);
     EXPECT_EQ(run.exit_code, 0) << run.all();
     EXPECT_FALSE(fs::exists(dir.path() / "no")) << args.back() << " created the directory chain";
   }
-  Spec spec{{"cache", "stats"}};
+  Spec spec = with_args({"cache", "stats"});
   spec.env = {{"CUJIT_CACHE_DIR", mistyped.string()}};
   spec.unset = {"CUJIT_CACHE"};
   EXPECT_NE(run_cujit(spec).out.find("does not exist"), std::string::npos);
@@ -335,7 +363,7 @@ TEST(HostileCliConventions, QuickAndFullTogetherAreExit2) {
   TempDir dir;
   const fs::path build = test::cli::make_fake_build(dir.path(), {"format"});
   for (const char* command : {"bench", "run"}) {
-    Spec spec{{command, "--quick", "--full", "--out", (dir.path() / command).string()}};
+    Spec spec = with_args({command, "--quick", "--full", "--out", (dir.path() / command).string()});
     spec.env = {{"CUJIT_BUILD_DIR", build.string()}, {"CUJIT_PYTHON", CUJIT_CLI_FAKE_TOOL}};
     const auto run = run_cujit(spec);
     EXPECT_EQ(run.exit_code, 2) << command << ": " << run.all();
