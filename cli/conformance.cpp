@@ -22,6 +22,7 @@
 #include "commands.hpp"
 #include "devices.hpp"
 #include "gtest_json.hpp"
+#include "heartbeat.hpp"
 #include "input_file.hpp"
 #include "json_output.hpp"
 #include "junit.hpp"
@@ -101,31 +102,6 @@ void log_output(OutputFile& log, Tail& tail, std::string_view text) {
   tail.append(text);
   if (verbose()) std::cerr << text;
 }
-
-// While a suite runs, a progress line at least every heartbeat_ms, so that a long suite
-// (the mutation campaign: minutes) is never silent for more than 30 s: how long the area
-// has run, the test it is in and the suite's last line (the campaign prints its counts and
-// an estimate there). Text from the suite is printed escaped.
-constexpr int heartbeat_ms = 20000;
-
-class Heartbeat {
- public:
-  explicit Heartbeat(std::string area) : area_(std::move(area)) {}
-  void beat(const Tail& tail) const {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::string running = tail.last_line_starting("[ RUN      ] ");
-    std::string last = tail.last_line();
-    constexpr std::size_t shown_chars = 160;
-    if (last.size() > shown_chars) last = last.substr(0, shown_chars) + "...";
-    progress() << "    " << area_ << ": " << static_cast<long>(seconds) << " s"
-               << (running.empty() ? std::string() : ", in " + printable(running))
-               << (last.empty() ? std::string() : "; last: " + printable(last)) << "\n";
-  }
-
- private:
-  std::string area_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
 
 // The test cases of a Google Test JSON report, skip reasons from `log` where the report
 // has none. Nullopt when the report is missing (a child that died before writing it).
