@@ -371,6 +371,30 @@ TEST(HostileCliConventions, QuickAndFullTogetherAreExit2) {
   }
 }
 
+// A bad value of a variable the scenario's run reads is a usage error (exit 2, naming the
+// variable: docs/cli.md), in the isolated child and in process, never a failed step (exit 1).
+TEST(HostileCliConventions, ReproWithABadEnvironmentValueIsExit2) {
+  TempDir dir;
+  test::cli::write_file(dir.path() / "ok.json", test::cli::linking_scenario("ok"));
+  const std::pair<const char*, const char*> bad[] = {{"CUJIT_CACHE", "bogus"},
+                                                     {"CUJIT_ENABLE_NRT", "maybe"},
+                                                     {"CUJIT_CACHE_MAX_BYTES", "lots"},
+                                                     {"CUJIT_LINKER", "gcc"}};
+  for (const auto& [variable, value] : bad) {
+    for (const bool in_process : {false, true}) {
+      Spec spec = with_args({"repro"});
+      if (in_process) spec.args.push_back("--in-process");
+      spec.args.insert(spec.args.end(), {"--", (dir.path() / "ok.json").string()});
+      spec.env = {{variable, value}, {"CUJIT_CACHE_DIR", (dir.path() / "cache").string()}};
+      spec.unset = {"CUJIT_TEST_REPRO_CRASH"};
+      if (std::string(variable) != "CUJIT_LINKER") spec.unset.push_back("CUJIT_LINKER");
+      const auto run = run_cujit(spec);
+      EXPECT_EQ(run.exit_code, 2) << variable << (in_process ? " (in process)" : "") << ": " << run.all();
+      EXPECT_NE(run.err.find(variable), std::string::npos) << run.all();
+    }
+  }
+}
+
 // The clock run_child gives a silent child (the heartbeat `cujit conformance` prints from).
 TEST(CliProgress, SilentChildStillGetsTicks) {
   cli::ChildSpec child = cli::child_spec({"sleep", "1"});
