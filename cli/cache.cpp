@@ -2,14 +2,10 @@
 // counters of the cache directory (read_cache_counters: what every process using it
 // counted, as `ccache -s` shows), with the hit rate of each tier and sizes in binary units;
 // --zero sets them to 0 after showing them; --json prints one object (docs/cli.md).
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <sstream>
 #include <string>
 
@@ -18,6 +14,7 @@
 #include "cujit/build_cache.hpp"
 #include "json_output.hpp"
 #include "output.hpp"
+#include "read_only_cache.hpp"
 
 namespace cujit::cli {
 namespace {
@@ -119,30 +116,19 @@ void print_stats(const nlohmann::json& stats) {
   for (const auto& warning : stats["warnings"]) std::cout << "warning: " << warning.get<std::string>() << "\n";
 }
 
-// `cache stats` and `cache path` only read: opening the disk tier of a directory that does
-// not exist would create its whole chain (a mistyped CUJIT_CACHE_DIR included). For such a
-// directory they open the cache without its disk tier and say that nothing is there.
-bool directory_missing(const std::filesystem::path& directory) {
-  struct stat info {};
-  return !directory.empty() && ::lstat(directory.c_str(), &info) != 0 && (errno == ENOENT || errno == ENOTDIR);
-}
-
 }  // namespace
 
 int cache(const CacheOptions& options) {
   if (options.zero && options.action != "stats") {
     throw CliError("cache " + options.action + ": --zero goes with `cache stats`");
   }
-  const CacheConfig configured = CacheConfig::from_environment();
+  // `stats` and `path` only read: they create no directory (read_only_cache.hpp).
   const bool read_only = options.action != "clear" && !options.zero;
-  const bool missing = read_only && configured.mode == CacheMode::disk && directory_missing(configured.directory);
-  std::optional<BuildCache> without_disk;
-  if (missing) {
-    CacheConfig config = configured;
-    config.mode = CacheMode::memory;
-    without_disk.emplace(std::move(config));
-  }
-  BuildCache& cache = missing ? *without_disk : BuildCache::global();
+  ReadOnlyCache opened;
+  if (read_only) open_read_only_cache(opened);
+  const bool missing = read_only && opened.directory_missing;
+  BuildCache& cache = read_only ? opened.cache() : BuildCache::global();
+  const CacheConfig& configured = read_only ? opened.configured : cache.config();
   const std::string directory = configured.directory.string();
   if (options.action == "path") {
     if (options.json) {

@@ -330,7 +330,8 @@ TEST(HostileCliReadOnly, CacheStatsCreatesNoDirectory) {
   TempDir dir;
   const fs::path mistyped = dir.path() / "no" / "such" / "cache";
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"cache", "stats"}, {"cache", "stats", "--json"}, {"cache", "path"}}) {
+       {std::vector<std::string>{"cache", "stats"}, {"cache", "stats", "--json"}, {"cache", "path"}, {"info"},
+        {"info", "--json"}}) {
     Spec spec = with_args(args);
     spec.env = {{"CUJIT_CACHE_DIR", mistyped.string()}};
     spec.unset = {"CUJIT_CACHE"};
