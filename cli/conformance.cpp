@@ -1,4 +1,5 @@
-// cujit conformance: runs each conformance executable, reads its results from Google
+// cujit conformance: runs the conformance executable of each area (the areas are CTest's
+// labels area:<name>, areas.hpp), reads its results from Google
 // Test's JSON report (gtest_json.hpp), writes JUnit XML from them and prints a one-screen
 // summary: passed / failed / skipped by area, and why tests skipped (or, with --json, the
 // same as one object). --filter is Google Test's filter; a selection that runs no test is
@@ -9,6 +10,7 @@
 // runs only its share of each executable's tests and leaves DIR/shard.json for `cujit merge`
 // (shard_record.hpp); every run also writes DIR/resource-spec.json, this host's GPUs for
 // `ctest --resource-spec-file`.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iomanip>
@@ -240,10 +242,6 @@ void write_shard_record(const fs::path& out, const ShardRecord& record) {
   fs::rename(temporary, out / shard_record_file, error);
   if (error) throw CliError("cannot write " + shown((out / shard_record_file).string()) + ": " + error.message());
 }
-
-}  // namespace
-
-namespace {
 
 // `cujit conformance --list`: the areas CTest lists, with their programs and test counts.
 int list_areas(const std::vector<AreaSuite>& suites, bool json) {
