@@ -30,6 +30,20 @@ class DeviceLabelTest(unittest.TestCase):
         self.assertFalse(figures.without_device("NVIDIA H100 80GB HBM3"))
 
 
+class BarScaleTest(unittest.TestCase):
+    """Bars are read as proportions: a log axis only when the values span two decades, and
+    then the label says so."""
+
+    def test_linear_unless_two_decades(self):
+        self.assertEqual(report.bar_scale([1.0, 2.0, 99.0]), ("linear", ""))
+        self.assertEqual(report.bar_scale([5.0]), ("linear", ""))
+        self.assertEqual(report.bar_scale([]), ("linear", ""))
+        scale, note = report.bar_scale([0.5, 20.0, 500.0])
+        self.assertEqual(scale, "log")
+        self.assertIn("3.0 decades", note)
+        self.assertEqual(report.bar_scale([0.0, None, 3.0, 4.0]), ("linear", ""))
+
+
 class NoGpuReportTest(unittest.TestCase):
     def test_report_reads_well_without_a_gpu(self):
         with open(result(WARM), encoding="utf-8") as f:
