@@ -60,7 +60,7 @@ ChildExit run_logged(const ChildSpec& child, const std::filesystem::path& log, c
     if (stream == Stream::tick) return heartbeat.beat(tail);
     file.write(text);
     tail.append(text);
-    if (verbose()) std::cerr << text;
+    if (verbose()) std::cerr << printable_stream(text);
   });
   file.finish();
   return exit;

@@ -102,7 +102,7 @@ ChildSpec suite_child(const Area& area, std::vector<std::string> args, GtestShar
 void log_output(OutputFile& log, Tail& tail, std::string_view text) {
   log.write(text);
   tail.append(text);
-  if (verbose()) std::cerr << text;
+  if (verbose()) std::cerr << printable_stream(text);
 }
 
 // The test cases of a Google Test JSON report, skip reasons from `log` where the report

@@ -15,6 +15,23 @@ namespace cujit::cli {
 
 std::string printable(std::string_view text) { return scenarios::printable_text(text); }
 
+std::string printable_stream(std::string_view chunk) {
+  std::string out;
+  out.reserve(chunk.size());
+  for (const char c : chunk) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7F) {
+      constexpr char digits[] = "0123456789abcdef";
+      out += "\\x";
+      out += digits[byte >> 4];
+      out += digits[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string printable_lines(std::string_view text) {
   std::string out;
   for (std::size_t start = 0;;) {

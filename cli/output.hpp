@@ -26,6 +26,12 @@ std::string printable(std::string_view text);
 // reads as a line of the command's own.
 std::string printable_lines(std::string_view text);
 
+// A chunk of a child's output passed through as it arrives (a report script's tables, a
+// suite's output under --verbose, a vendor library's stderr): lines and tabs kept, every
+// other C0 control and DEL escaped (\x1b), so that what a hostile input made the child
+// print cannot reach the terminal as a sequence. Byte by byte, so a chunk may end anywhere.
+std::string printable_stream(std::string_view chunk);
+
 // "--out 'DIR'" style naming for messages: the text in single quotes, printable().
 std::string shown(const std::string& text);
 

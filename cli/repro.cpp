@@ -210,7 +210,7 @@ int run_isolated(const ReproOptions& options) {
       steps.append(text);
       return;
     }
-    std::cerr << text << std::flush;
+    std::cerr << printable_stream(text) << std::flush;
     errors.append(text);
   });
   if (!exit.started()) throw CliError("repro: cannot run the scenario in a child process: " + describe(exit));

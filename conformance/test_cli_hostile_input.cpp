@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -278,6 +279,29 @@ TEST(HostileCliText, PrintableTextHasNoControlsAndIsIdempotent) {
     }
   }
   EXPECT_EQ(scenarios::printable_text("a\nverdict: as expected\x1b[2J"), "a\\nverdict: as expected\\x1b[2J");
+}
+
+// A child's output passed through in chunks (report scripts, --verbose, a vendor library's
+// stderr): lines and tabs kept, no other control byte gets through, wherever the chunks end.
+TEST(HostileCliText, PassedThroughOutputKeepsLinesAndDropsControls) {
+  std::mt19937 random(27);
+  for (int round = 0; round < 2000; ++round) {
+    std::string text;
+    const std::size_t length = random() % 200;
+    for (std::size_t k = 0; k < length; ++k) text += static_cast<char>(random() % 256);
+    std::string chunked;
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t size = 1 + random() % 17;
+      chunked += cli::printable_stream(std::string_view(text).substr(at, size));
+      at += size;
+    }
+    EXPECT_EQ(chunked, cli::printable_stream(text));
+    for (const char c : chunked) {
+      const auto byte = static_cast<unsigned char>(c);
+      EXPECT_FALSE((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7F) << static_cast<int>(byte);
+    }
+    EXPECT_EQ(std::count(chunked.begin(), chunked.end(), '\n'), std::count(text.begin(), text.end(), '\n'));
+  }
 }
 
 // A scenario whose name tries to forge the verdict line and to clear the screen: the bundle
