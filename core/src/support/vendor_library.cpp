@@ -43,7 +43,8 @@ std::optional<Error> not_a_library_file(const VendorLibrarySpec& spec, const Lib
   const bool examined = ::fstat(fd, &info) == 0;
   ::close(fd);
   if (!examined || S_ISREG(info.st_mode)) return std::nullopt;
-  return Error(ErrorKind::unsupported, std::string(spec.component) + " (open)",
+  // The component of every load failure (docs/cli.md): this check is part of the load.
+  return Error(ErrorKind::unsupported, std::string(spec.component) + " (dlopen)",
                std::string(spec.component) + " could not be loaded from " + describe(request) + ": it is " +
                    kind_of_file(info.st_mode) + ", not a regular file");
 }
