@@ -89,8 +89,15 @@ void make_output_dir(const std::filesystem::path& dir, const std::string& argume
   std::error_code error;
   // Files are written under the directory by name: a symbolic link planted there (by whoever
   // could write to it before) would send them elsewhere. A directory that holds one is refused.
+  // The walk is bounded: an --out such as $HOME is refused rather than walked for minutes.
+  constexpr std::size_t walk_limit = 100000;
   if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, error))) {
+    std::size_t walked = 0;
     for (std::filesystem::recursive_directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+      if (++walked > walk_limit) {
+        throw CliError(argument + " " + shown(dir.string()) + ": holds more than " + std::to_string(walk_limit) +
+                       " files, too many to check for symbolic links: give a new or empty directory");
+      }
       if (it->is_symlink(error)) {
         throw CliError(argument + " " + shown(dir.string()) + ": holds a symbolic link, " + shown(it->path().string()) +
                        ": give a new or empty directory");
