@@ -83,13 +83,13 @@ def readme_sample_run(root):
     """The end of `ci/run.sh` without a GPU, in the format cli/conformance.cpp prints."""
     counts = json.loads((root / TEST_COUNTS).read_text())
     out = "cujit-out/" + counts["stamp"]
-    lines = ["```", f"{'area':<12}{'passed':>8}{'failed':>8}{'skipped':>9}"]
+    lines = ["```", f"{'area':<16}{'passed':>8}{'failed':>8}{'skipped':>9}"]
     passed = skipped = 0
     for area, tests in sorted(counts["areas"].items()):
-        lines.append(f"{area:<12}{tests['cpu']:>8}{0:>8}{tests['gpu']:>9}")
+        lines.append(f"{area:<16}{tests['cpu']:>8}{0:>8}{tests['gpu']:>9}")
         passed += tests["cpu"]
         skipped += tests["gpu"]
-    lines += [f"{'total':<12}{passed:>8}{0:>8}{skipped:>9}",
+    lines += [f"{'total':<16}{passed:>8}{0:>8}{skipped:>9}",
               f"skipped {skipped}: no CUDA device (libcuda.so.1 could not be loaded (...))",
               f"JUnit XML: {out}/conformance/junit",
               f"conformance: {passed} passed, 0 failed, {skipped} skipped",

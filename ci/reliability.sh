@@ -11,6 +11,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 out=build/reliability
 mkdir -p "$out"
 status=0
+# The full mutation campaign here, whatever budget the caller's environment sets (ci/run.sh's).
+export CUJIT_MUTATION_BUDGET=all
 
 step() { echo "== cujit reliability: $*"; }
 

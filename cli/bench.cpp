@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "heartbeat.hpp"
 #include "cujit/device.hpp"
 #include "json_output.hpp"
 #include "output.hpp"
@@ -46,14 +47,20 @@ std::string filter(const BenchOptions& options) {
 }
 
 // Runs one child with its stdout and stderr into `log`; returns how it ended.
-ChildExit run_logged(const ChildSpec& child, const std::filesystem::path& log) {
+// A progress line at least every 20 s while it runs (heartbeat.hpp).
+ChildExit run_logged(const ChildSpec& child, const std::filesystem::path& log, const std::string& name) {
   OutputFile file(log);
   ChildSpec spec = child;
   spec.out = Sink::capture;
   spec.err_to_out = true;
-  const ChildExit exit = run_child(spec, [&](Stream, std::string_view text) {
+  spec.tick_ms = heartbeat_ms;
+  const Heartbeat heartbeat("bench " + name);
+  Tail tail;
+  const ChildExit exit = run_child(spec, [&](Stream stream, std::string_view text) {
+    if (stream == Stream::tick) return heartbeat.beat(tail);
     file.write(text);
-    if (verbose()) std::cerr << text;
+    tail.append(text);
+    if (verbose()) std::cerr << printable_stream(text);
   });
   file.finish();
   return exit;
@@ -105,6 +112,7 @@ int bench(const BenchOptions& options, nlohmann::json* summary) {
   for (const std::string& scenario : options.scenarios) {
     if (scenario.empty()) throw CliError("bench: --scenario '': must not be empty");
   }
+  if (options.quick && options.full) throw CliError("bench: --quick and --full: give one of them");
   const bool quick = options.quick || (!options.full && !has_device());
   make_output_dir(options.out, "bench: --out");
   // bench_reduce's reduce_build family needs no GPU; its throughput family skips without one.
@@ -161,7 +169,7 @@ int bench(const BenchOptions& options, nlohmann::json* summary) {
                                          "--benchmark_format=console"});
     std::error_code ignored;
     std::filesystem::remove(json, ignored);  // a JSON from an earlier run must not pass for this one's
-    const ChildExit exit = run_logged(child, log);
+    const ChildExit exit = run_logged(child, log, name);
     std::string failure;
     if (!exit.exited() || exit.exit_code != 0) {
       failure = describe(exit);
@@ -192,7 +200,7 @@ int bench(const BenchOptions& options, nlohmann::json* summary) {
                             std::filesystem::absolute(options.out / json).string(),
                             std::filesystem::absolute(source_dir() / "scenarios").string(), "5"});
       // A peer that is not installed is not a failure of cujit: its log says why.
-      const ChildExit exit = run_logged(peer, options.out / (std::string(json) + ".log"));
+      const ChildExit exit = run_logged(peer, options.out / (std::string(json) + ".log"), json);
       peers.push_back({{"name", script}, {"json", (options.out / json).string()}, {"ran", exit.exited() && exit.exit_code == 0}});
     }
   }

@@ -14,6 +14,7 @@
 #include "cujit/build_cache.hpp"
 #include "json_output.hpp"
 #include "output.hpp"
+#include "read_only_cache.hpp"
 
 namespace cujit::cli {
 namespace {
@@ -121,8 +122,14 @@ int cache(const CacheOptions& options) {
   if (options.zero && options.action != "stats") {
     throw CliError("cache " + options.action + ": --zero goes with `cache stats`");
   }
-  BuildCache& cache = BuildCache::global();
-  const std::string directory = cache.config().directory.string();
+  // `stats` and `path` only read: they create no directory (read_only_cache.hpp).
+  const bool read_only = options.action != "clear" && !options.zero;
+  ReadOnlyCache opened;
+  if (read_only) open_read_only_cache(opened);
+  const bool missing = read_only && opened.directory_missing;
+  BuildCache& cache = read_only ? opened.cache() : BuildCache::global();
+  const CacheConfig& configured = read_only ? opened.configured : cache.config();
+  const std::string directory = configured.directory.string();
   if (options.action == "path") {
     if (options.json) {
       print_json({{"schema", 1}, {"directory", directory}});
@@ -140,7 +147,12 @@ int cache(const CacheOptions& options) {
     }
     return exit_ok;
   }
-  nlohmann::json stats = stats_json(cache, read_cache_counters(cache.config().directory));
+  nlohmann::json stats = stats_json(cache, missing ? CacheCounters{} : read_cache_counters(cache.config().directory));
+  if (missing) {
+    stats["mode"] = to_string(configured.mode);
+    stats["warnings"].push_back("the cache directory " + directory +
+                                " does not exist: nothing is cached there yet (cache stats creates nothing)");
+  }
   if (options.zero) zero_cache_counters(cache.config().directory);
   stats["zeroed"] = options.zero;
   if (options.json) {

@@ -21,7 +21,8 @@ inline constexpr int exit_crashed = 3;
 
 struct ConformanceOptions {
   std::filesystem::path out;
-  std::vector<std::string> areas;  // empty: all
+  std::vector<std::string> areas;  // empty: every area CTest lists (areas.hpp)
+  bool list = false;               // print the areas CTest lists instead of running them
   bool isolate = false;  // each test in its own process
   std::string shard{};   // "I/N": run the I-th of N shards (shard_record.hpp); empty: all
   std::string filter{};  // Google Test's --gtest_filter; empty: every test

@@ -1,4 +1,5 @@
-// cujit conformance: runs each conformance executable, reads its results from Google
+// cujit conformance: runs the conformance executable of each area (the areas are CTest's
+// labels area:<name>, areas.hpp), reads its results from Google
 // Test's JSON report (gtest_json.hpp), writes JUnit XML from them and prints a one-screen
 // summary: passed / failed / skipped by area, and why tests skipped (or, with --json, the
 // same as one object). --filter is Google Test's filter; a selection that runs no test is
@@ -9,7 +10,9 @@
 // runs only its share of each executable's tests and leaves DIR/shard.json for `cujit merge`
 // (shard_record.hpp); every run also writes DIR/resource-spec.json, this host's GPUs for
 // `ctest --resource-spec-file`.
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -17,9 +20,11 @@
 #include <optional>
 #include <sstream>
 
+#include "areas.hpp"
 #include "commands.hpp"
 #include "devices.hpp"
 #include "gtest_json.hpp"
+#include "heartbeat.hpp"
 #include "input_file.hpp"
 #include "json_output.hpp"
 #include "junit.hpp"
@@ -34,9 +39,6 @@ namespace cujit::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::vector<std::string> all_areas = {"format", "program", "linking", "module", "nrt", "abi",
-                                            "graph", "cache", "scenarios", "reliability", "mutation", "cli"};
 
 struct AreaResult {
   int passed = 0, failed = 0, skipped = 0;
@@ -100,7 +102,7 @@ ChildSpec suite_child(const Area& area, std::vector<std::string> args, GtestShar
 void log_output(OutputFile& log, Tail& tail, std::string_view text) {
   log.write(text);
   tail.append(text);
-  if (verbose()) std::cerr << text;
+  if (verbose()) std::cerr << printable_stream(text);
 }
 
 // The test cases of a Google Test JSON report, skip reasons from `log` where the report
@@ -131,9 +133,14 @@ AreaResult run_whole(const Area& area) {
   fs::remove(area.report(), ignored);
   OutputFile log(area.log);
   Tail tail;
-  const ChildExit exit = run_child(suite_child(area, with_filter(area, {"--gtest_output=json:" + area.report().string()}),
-                                               GtestSharding::by_environment),
-                                   [&](Stream, std::string_view text) { log_output(log, tail, text); });
+  const Heartbeat heartbeat(area.name);
+  ChildSpec child = suite_child(area, with_filter(area, {"--gtest_output=json:" + area.report().string()}),
+                                GtestSharding::by_environment);
+  child.tick_ms = heartbeat_ms;
+  const ChildExit exit = run_child(child, [&](Stream stream, std::string_view text) {
+    if (stream == Stream::tick) return heartbeat.beat(tail);
+    log_output(log, tail, text);
+  });
   log.finish();
   std::string why_log;
   const auto log_text = read_input_file(area.log, why_log);
@@ -149,7 +156,7 @@ AreaResult run_whole(const Area& area) {
   std::string why = exit.exited() ? "exited with status " + std::to_string(exit.exit_code) + " without a report"
                                   : describe(exit);
   if (!running.empty() && !reported) why += " in " + running;
-  std::cerr << "cujit conformance: " << area.name << " " << why << ", see " << shown(area.log.string()) << "\n";
+  std::cerr << "cujit conformance: " << area.name << " " << printable(why) << ", see " << shown(area.log.string()) << "\n";
   ++result.failed;
   result.crashed = why;
   result.failures.push_back("(" + why + ": see " + area.log.string() + ")");
@@ -178,13 +185,14 @@ AreaResult run_isolated(const Area& area) {
   if (!listed.exited() || listed.exit_code != 0 || !listing_text) {
     log.finish();
     const std::string why = "listing its tests: " + (listing_text ? describe(listed) : listing.string() + " " + why_listing);
-    std::cerr << "cujit conformance: " << area.name << " " << why << ", see " << shown(area.log.string()) << "\n";
+    std::cerr << "cujit conformance: " << area.name << " " << printable(why) << ", see " << shown(area.log.string()) << "\n";
     ++result.failed;
     result.crashed = why;
     result.failures.push_back("(" + why + ": see " + area.log.string() + ")");
     return result;
   }
   std::vector<TestCase> cases;
+  const Heartbeat heartbeat(area.name);
   int index = 0;
   for (const std::string& name : parse_gtest_listing(*listing_text, listing.string())) {
     const int listed_index = index++;
@@ -193,9 +201,13 @@ AreaResult run_isolated(const Area& area) {
     fs::remove(report, ignored);
     log.write("=== " + name + "\n");
     Tail tail;
-    const ChildExit exit = run_child(suite_child(area, {"--gtest_filter=" + name, "--gtest_output=json:" + report.string()},
-                                                 GtestSharding::none),
-                                     [&](Stream, std::string_view text) { log_output(log, tail, text); });
+    ChildSpec child = suite_child(area, {"--gtest_filter=" + name, "--gtest_output=json:" + report.string()},
+                                  GtestSharding::none);
+    child.tick_ms = heartbeat_ms;
+    const ChildExit exit = run_child(child, [&](Stream stream, std::string_view text) {
+      if (stream == Stream::tick) return heartbeat.beat(tail);
+      log_output(log, tail, text);
+    });
     if (auto reported = exit.exited() ? read_report(report, tail.text()) : std::nullopt) {
       for (TestCase& test : *reported) cases.push_back(std::move(test));
       continue;
@@ -208,7 +220,7 @@ AreaResult run_isolated(const Area& area) {
     test.message = exit.exited() ? "exited with status " + std::to_string(exit.exit_code) + " without a report"
                                  : describe(exit);
     if (const std::string last = tail.last_line(); !last.empty()) test.message += "; last output: " + last;
-    std::cerr << "cujit conformance: " << area.name << " " << name << " " << test.message << "\n";
+    std::cerr << "cujit conformance: " << area.name << " " << printable(name) << " " << printable(test.message) << "\n";
     cases.push_back(std::move(test));
   }
   log.finish();
@@ -231,28 +243,96 @@ void write_shard_record(const fs::path& out, const ShardRecord& record) {
   if (error) throw CliError("cannot write " + shown((out / shard_record_file).string()) + ": " + error.message());
 }
 
+// `cujit conformance --list`: the areas CTest lists, with their programs and test counts.
+int list_areas(const std::vector<AreaSuite>& suites, bool json) {
+  if (json) {
+    nlohmann::json each = nlohmann::json::array();
+    for (const AreaSuite& suite : suites) {
+      each.push_back({{"name", suite.name},
+                      {"executable", suite.executable.string()},
+                      {"tests", suite.tests},
+                      {"built", suite.built}});
+    }
+    print_json({{"schema", 1}, {"build_dir", build_dir().string()}, {"areas", each}});
+    return exit_ok;
+  }
+  for (const AreaSuite& suite : suites) {
+    std::cout << std::left << std::setw(16) << suite.name << std::right << std::setw(6) << suite.tests << "  "
+              << (suite.built ? printable(suite.executable.string()) : std::string("(not built)")) << "\n";
+  }
+  return exit_ok;
+}
+
+// The suites to run: every area CTest lists, or the ones asked for. An area CTest lists
+// but whose suite is not built is a usage error, not an area fewer.
+std::vector<AreaSuite> chosen_suites(const std::vector<AreaSuite>& listed, const std::vector<std::string>& asked) {
+  std::vector<AreaSuite> chosen;
+  if (asked.empty()) {
+    chosen = listed;
+  } else {
+    for (const std::string& name : asked) {
+      const auto found =
+          std::find_if(listed.begin(), listed.end(), [&](const AreaSuite& suite) { return suite.name == name; });
+      if (found == listed.end()) {
+        std::string known;
+        for (const AreaSuite& suite : listed) known += (known.empty() ? "" : ", ") + suite.name;
+        throw CliError("conformance: --area " + shown(name) + ": no such area in CTest's list of " +
+                       shown(build_dir().string()) + " (areas: " + known + ")");
+      }
+      chosen.push_back(*found);
+    }
+  }
+  std::string unbuilt;
+  for (const AreaSuite& suite : chosen) {
+    if (!suite.built) unbuilt += (unbuilt.empty() ? "" : " ") + suite.name;
+  }
+  if (!unbuilt.empty()) {
+    throw CliError("conformance: the suites of these areas are not built: " + unbuilt + " (build them: cmake --build " +
+                   shown(build_dir().string()) + ")");
+  }
+  return chosen;
+}
+
 }  // namespace
 
 int conformance(const ConformanceOptions& options, nlohmann::json* summary) {
-  const std::vector<std::string> areas = options.areas.empty() ? all_areas : options.areas;
-  for (const std::string& area : areas) {
+  for (const std::string& area : options.areas) {
     if (!valid_area_name(area)) {
       throw CliError("conformance: --area " + shown(area) + ": an area is a name of lowercase letters, digits and _");
     }
   }
+  // The command decides the selection and the shards (its options); these variables of the
+  // caller's reach no suite, and a caller who set them should know that.
+  for (const char* variable : {"GTEST_FILTER", "GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX"}) {
+    if (const char* value = std::getenv(variable); value != nullptr) {
+      std::cerr << "cujit conformance: warning: " << variable << "=" << printable(value)
+                << " is set and ignored (the suites run what --area, --filter and --shard say)\n";
+    }
+  }
+  const std::vector<AreaSuite> listed = ctest_areas(build_dir());
+  if (options.list) return list_areas(listed, options.json);
+  if (listed.empty()) {
+    throw CliError("conformance: CTest lists no test labelled area:<name> in " + shown(build_dir().string()) +
+                   " (is it a configured cujit build tree?)");
+  }
+  const std::vector<AreaSuite> suites = chosen_suites(listed, options.areas);
+  std::vector<std::string> areas;
+  for (const AreaSuite& suite : suites) areas.push_back(suite.name);
   if (options.filter.find_first_of(" \t\n\r") != std::string::npos) {
     throw CliError("conformance: --filter " + shown(options.filter) +
                    ": a Google Test filter has no white space (patterns separated by ':', negatives after '-')");
   }
   const Shard shard = options.shard.empty() ? Shard{} : parse_shard(options.shard);
-  for (const std::string& name : areas) {
-    const fs::path executable = build_dir() / "conformance" / ("conformance_" + name);
-    if (!fs::exists(executable)) {
-      std::cerr << "cujit conformance: no suite " << shown(name) << " (" << executable << ")\n";
+  for (const AreaSuite& suite : suites) {
+    std::error_code error;
+    if (!fs::is_regular_file(suite.executable, error)) {
+      std::cerr << "cujit conformance: area " << shown(suite.name) << ": no suite at "
+                << shown(suite.executable.string()) << " (CTest lists it; build it)\n";
       return exit_usage;
     }
   }
   const fs::path junit = options.out / "junit";
+  make_output_dir(options.out, "conformance: --out");
   make_output_dir(junit, "conformance: --out");
   make_output_dir(options.out / "gtest", "conformance: --out");
 
@@ -273,9 +353,10 @@ int conformance(const ConformanceOptions& options, nlohmann::json* summary) {
   std::map<std::string, AreaResult> results;
   const auto start = std::chrono::steady_clock::now();
   int index = 0;
-  for (const std::string& name : areas) {
+  for (const AreaSuite& suite : suites) {
+    const std::string& name = suite.name;
     ++index;
-    Area area{name, build_dir() / "conformance" / ("conformance_" + name), junit / (name + ".xml"),
+    Area area{name, suite.executable, junit / (name + ".xml"),
               options.out / ("conformance_" + name + ".log"), options.out, shard, options.filter,
               options.require_gpu};
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -341,20 +422,20 @@ int conformance(const ConformanceOptions& options, nlohmann::json* summary) {
     print_json(document);
     return status;
   }
-  std::cout << "\n" << std::left << std::setw(12) << "area" << std::right << std::setw(8) << "passed"
+  std::cout << "\n" << std::left << std::setw(16) << "area" << std::right << std::setw(8) << "passed"
             << std::setw(8) << "failed" << std::setw(9) << "skipped" << "\n";
   for (const auto& [area, r] : results) {
-    std::cout << std::left << std::setw(12) << area << std::right << std::setw(8) << r.passed << std::setw(8)
+    std::cout << std::left << std::setw(16) << area << std::right << std::setw(8) << r.passed << std::setw(8)
               << r.failed << std::setw(9) << r.skipped << "\n";
   }
-  std::cout << std::left << std::setw(12) << "total" << std::right << std::setw(8) << passed << std::setw(8)
+  std::cout << std::left << std::setw(16) << "total" << std::right << std::setw(8) << passed << std::setw(8)
             << failed << std::setw(9) << skipped << "\n";
-  for (const auto& [why, n] : reasons) std::cout << "skipped " << n << ": " << why << "\n";
+  for (const auto& [why, n] : reasons) std::cout << "skipped " << n << ": " << printable(why) << "\n";
   for (const auto& [area, r] : results) {
-    for (const std::string& name : r.failures) std::cout << paint(Tone::bad, "FAILED") << " " << area << ": " << name << "\n";
+    for (const std::string& name : r.failures) std::cout << paint(Tone::bad, "FAILED") << " " << area << ": " << printable(name) << "\n";
   }
-  std::cout << "JUnit XML: " << junit.string() << "\n";
-  if (shard.total > 1) std::cout << "shard " << shard.str() << ": " << (options.out / shard_record_file).string() << "\n";
+  std::cout << "JUnit XML: " << printable(junit.string()) << "\n";
+  if (shard.total > 1) std::cout << "shard " << shard.str() << ": " << printable((options.out / shard_record_file).string()) << "\n";
   std::cout << "conformance: " << paint(Tone::good, std::to_string(passed) + " passed") << ", "
             << paint(failed > 0 ? Tone::bad : Tone::good, std::to_string(failed) + " failed") << ", "
             << paint(Tone::warn, std::to_string(skipped) + " skipped") << "\n";

@@ -1,7 +1,6 @@
 #include "gtest_json.hpp"
 
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "output.hpp"
 
@@ -92,13 +91,22 @@ std::string skip_reason_from_log(std::string_view log, const std::string& suite,
   const std::size_t from = run + run_line.size();
   const std::size_t skipped = log.find("[  SKIPPED ] " + full, from);
   if (skipped == std::string_view::npos) return {};
-  const std::string block(log.substr(from, skipped - from));
-  // The reason follows the last "file:line: Skipped" line of the block.
-  static const std::regex skipped_line(R"((^|\n)\S+:\d+: Skipped\n)");
-  std::string reason;
-  for (std::sregex_iterator it(block.begin(), block.end(), skipped_line), end; it != end; ++it) {
-    reason = block.substr(static_cast<std::size_t>(it->position() + it->length()));
+  const std::string_view block = log.substr(from, skipped - from);
+  // The reason follows the last "file:line: Skipped" line of the block (a line scan: a
+  // test's output can hold lines of any length).
+  constexpr std::string_view skipped_suffix = ": Skipped";
+  std::size_t reason_at = std::string_view::npos;
+  for (std::size_t start = 0; start < block.size();) {
+    const std::size_t end = block.find('\n', start);
+    if (end == std::string_view::npos) break;  // the line must end: "Skipped\n"
+    const std::string_view line = block.substr(start, end - start);
+    if (line.size() > skipped_suffix.size() && line.substr(line.size() - skipped_suffix.size()) == skipped_suffix &&
+        is_source_location(line.substr(0, line.size() - skipped_suffix.size()))) {
+      reason_at = end + 1;
+    }
+    start = end + 1;
   }
+  const std::string reason = reason_at == std::string_view::npos ? std::string() : std::string(block.substr(reason_at));
   std::string joined;
   std::size_t start = 0;
   while (start < reason.size()) {

@@ -14,6 +14,7 @@
 #include "cujit/toolkit.hpp"
 #include "devices.hpp"
 #include "json_output.hpp"
+#include "read_only_cache.hpp"
 #include "versions.hpp"
 
 namespace cujit::cli {
@@ -41,9 +42,13 @@ nlohmann::json gather() {
   info["why_no_device"] = devices.empty() ? nlohmann::json(why_no_device) : nlohmann::json();
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   info["cuda_visible_devices"] = visible != nullptr ? nlohmann::json(visible) : nlohmann::json();
-  const BuildCache& cache = BuildCache::global();
-  info["cache"] = {{"mode", to_string(cache.config().mode)},
-                   {"directory", cache.config().directory.string()},
+  // A read-only command: a cache directory that does not exist stays so (read_only_cache.hpp).
+  ReadOnlyCache opened;
+  open_read_only_cache(opened);
+  const BuildCache& cache = opened.cache();
+  info["cache"] = {{"mode", to_string(opened.configured.mode)},
+                   {"directory", opened.configured.directory.string()},
+                   {"directory_exists", !opened.directory_missing},
                    {"disk_usable", cache.disk_usable()},
                    {"remote_built_in", BuildCache::remote_built_in()},
                    {"remote", cache.remote_url().empty() ? nlohmann::json() : nlohmann::json(cache.remote_url())}};

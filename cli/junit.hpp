@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cujit::cli {
@@ -22,6 +23,14 @@ struct TestCase {
 // skipped (result="skipped", with the reason in <skipped message=...>, its source location
 // removed so that skips group by reason).
 std::vector<TestCase> parse_junit(const std::string& text);
+
+// Google Test's source location at the start of a message ("file.cpp:42 reason"): the
+// message without "<non-space>:<digits>" and the white space after it (a linear scan; a
+// message is as long as a test makes it). Unchanged when it does not start with one.
+std::string without_source_location(const std::string& message);
+
+// Whether `text` is exactly "<non-space characters>:<digits>" (a source location).
+bool is_source_location(std::string_view text);
 
 // Reads `xml` (a regular file of bounded size); an unreadable file has no test cases.
 std::vector<TestCase> read_junit(const std::filesystem::path& xml);

@@ -55,7 +55,9 @@ int run_command_line(int argc, char** argv) {
   auto* conformance_cmd = app.add_subcommand("conformance", "Run the conformance suites; JUnit XML and a summary");
   conformance_cmd->add_option("--out", conformance_options.out, "Output directory");
   conformance_cmd->add_option("--area", conformance_options.areas,
-                              "Only these areas (format, program, linking, module, nrt, abi, graph, cache, scenarios, reliability, mutation, cli)");
+                              "Only these areas (the labels area:<name> of ctest; --list shows them)");
+  conformance_cmd->add_flag("--list", conformance_options.list,
+                            "List the areas (from ctest's labels), their suites and test counts; run nothing");
   conformance_cmd->add_option("--filter", conformance_options.filter,
                               "Only the tests this Google Test filter selects (Suite.*:-*Gpu*); none selected is exit 2");
   conformance_cmd->add_flag("--require-gpu", conformance_options.require_gpu,
@@ -170,10 +172,10 @@ int run_command_line(int argc, char** argv) {
     if (cache_cmd->parsed()) return cache(cache_options);
     if (info_cmd->parsed()) return info(info_json);
   } catch (const cujit::Error& error) {
-    std::cerr << "cujit: " << error.what() << "\n";
+    std::cerr << "cujit: " << printable_lines(error.what()) << "\n";
     return exit_usage;
   } catch (const std::exception& error) {
-    std::cerr << "cujit: " << error.what() << "\n";
+    std::cerr << "cujit: " << printable_lines(error.what()) << "\n";
     return exit_usage;
   }
   std::cerr << "cujit: a subcommand is required (cujit --help lists them)\n";

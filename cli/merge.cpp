@@ -177,18 +177,18 @@ int merge(const MergeOptions& options) {
   }
 
   for (const LoadedShard& shard : shards) {
-    std::cout << "shard " << shard.record.shard.str() << " " << shard.dir << ": "
+    std::cout << "shard " << shard.record.shard.str() << " " << printable(shard.dir) << ": "
               << (shard.record.finished ? "" : "UNFINISHED, ") << shard.record.passed() << " passed, "
               << shard.record.failed() << " failed, " << shard.record.skipped() << " skipped; "
-              << (shard.record.devices.empty() ? "no device" : join(shard.record.devices)) << "\n";
+              << (shard.record.devices.empty() ? "no device" : printable(join(shard.record.devices))) << "\n";
   }
-  for (const std::string& problem : merged.problems) std::cout << "PROBLEM " << problem << "\n";
+  for (const std::string& problem : merged.problems) std::cout << "PROBLEM " << printable(problem) << "\n";
   for (const TestCase& test : merged.cases) {
-    if (test.result == Result::failed) std::cout << paint(Tone::bad, "FAILED") << " " << test.suite << "." << test.name << "\n";
+    if (test.result == Result::failed) std::cout << paint(Tone::bad, "FAILED") << " " << printable(test.suite + "." + test.name) << "\n";
   }
-  std::cout << "JUnit XML: " << (options.out / "junit.xml").string() << "\n"
+  std::cout << "JUnit XML: " << printable((options.out / "junit.xml").string()) << "\n"
             << "merged: " << merged.passed << " passed, " << merged.failed << " failed, " << merged.skipped
-            << " skipped; verdict " << (pass ? paint(Tone::good, "pass") : paint(Tone::bad, "FAIL")) << " (" << (options.out / "verdict.json").string()
+            << " skipped; verdict " << (pass ? paint(Tone::good, "pass") : paint(Tone::bad, "FAIL")) << " (" << printable((options.out / "verdict.json").string())
             << ")\n";
   return pass ? exit_ok : exit_failures;
 }

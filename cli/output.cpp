@@ -9,9 +9,42 @@
 #include <cstring>
 #include <iostream>
 
+#include "runner/printable_text.hpp"
+
 namespace cujit::cli {
 
-std::string shown(const std::string& text) { return "'" + text + "'"; }
+std::string printable(std::string_view text) { return scenarios::printable_text(text); }
+
+std::string printable_stream(std::string_view chunk) {
+  std::string out;
+  out.reserve(chunk.size());
+  for (const char c : chunk) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7F) {
+      constexpr char digits[] = "0123456789abcdef";
+      out += "\\x";
+      out += digits[byte >> 4];
+      out += digits[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string printable_lines(std::string_view text) {
+  std::string out;
+  for (std::size_t start = 0;;) {
+    const std::size_t end = text.find('\n', start);
+    if (start > 0) out += "\n  ";
+    out += printable(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos || end + 1 == text.size()) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string shown(const std::string& text) { return "'" + printable(text) + "'"; }
 
 OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -53,6 +86,29 @@ void write_file(const std::filesystem::path& path, std::string_view bytes) {
 }
 
 void make_output_dir(const std::filesystem::path& dir, const std::string& argument) {
+  std::error_code error;
+  // Files are written under the directory by name: a symbolic link planted there (by whoever
+  // could write to it before) would send them elsewhere. A directory that holds one is refused.
+  // The walk is bounded: an --out such as $HOME is refused rather than walked for minutes.
+  constexpr std::size_t walk_limit = 100000;
+  if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, error))) {
+    std::size_t walked = 0;
+    for (std::filesystem::recursive_directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+      if (++walked > walk_limit) {
+        throw CliError(argument + " " + shown(dir.string()) + ": holds more than " + std::to_string(walk_limit) +
+                       " files, too many to check for symbolic links: give a new or empty directory");
+      }
+      if (it->is_symlink(error)) {
+        throw CliError(argument + " " + shown(dir.string()) + ": holds a symbolic link, " + shown(it->path().string()) +
+                       ": give a new or empty directory");
+      }
+    }
+    error.clear();
+  }
+  make_directory(dir, argument);
+}
+
+void make_directory(const std::filesystem::path& dir, const std::string& argument) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) throw CliError(argument + " " + shown(dir.string()) + ": cannot create the directory: " + error.message());

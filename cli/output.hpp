@@ -15,7 +15,24 @@ class CliError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// "--out 'DIR'" style naming for messages: the text as given, in single quotes.
+// Text from outside the command (a file's name or contents, a child's output) as it may be
+// printed on a terminal: control characters (newlines, ESC, C1 controls), invalid UTF-8
+// bytes and backslashes written as escapes (\n, \x1b, \\), so that no input can forge
+// a line of the command's output or send the terminal a sequence.
+std::string printable(std::string_view text);
+
+// A message that may hold several lines of outside text (an error with a vendor log): each
+// line printable(), the lines after the first indented by two spaces, so that none of them
+// reads as a line of the command's own.
+std::string printable_lines(std::string_view text);
+
+// A chunk of a child's output passed through as it arrives (a report script's tables, a
+// suite's output under --verbose, a vendor library's stderr): lines and tabs kept, every
+// other C0 control and DEL escaped (\x1b), so that what a hostile input made the child
+// print cannot reach the terminal as a sequence. Byte by byte, so a chunk may end anywhere.
+std::string printable_stream(std::string_view chunk);
+
+// "--out 'DIR'" style naming for messages: the text in single quotes, printable().
 std::string shown(const std::string& text);
 
 // A file written in pieces (a child's log, as it arrives). The first failed write is kept
@@ -47,8 +64,13 @@ class OutputFile {
 void write_file(const std::filesystem::path& path, std::string_view bytes);
 
 // Creates the output directory given as `argument` (e.g. "--out"); throws CliError naming
-// the argument and the path when it cannot be created or is not a directory.
+// the argument and the path when it cannot be created, is not a directory, or holds a
+// symbolic link anywhere below it (the command's files would follow it elsewhere).
 void make_output_dir(const std::filesystem::path& dir, const std::string& argument);
+
+// Creates `dir` and its parents (a directory the command does not write by name, such as
+// repro's --cache-dir, whose safety the cache checks itself); CliError as above.
+void make_directory(const std::filesystem::path& dir, const std::string& argument);
 
 // Throws CliError naming `argument` when `path` is not a readable regular file.
 void require_input_file(const std::string& path, const std::string& argument);

@@ -49,9 +49,9 @@ int run_report_script(const std::string& script, const std::vector<std::string>&
     if (stream == Stream::out && captured != nullptr) {
       captured->append(text);
     } else if (stream == Stream::out) {
-      (stdout_to_stderr ? std::cerr : std::cout) << text;
+      (stdout_to_stderr ? std::cerr : std::cout) << printable_stream(text);
     } else {
-      std::cerr << text;
+      std::cerr << printable_stream(text);
       errors.append(text);
     }
   });

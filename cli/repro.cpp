@@ -24,7 +24,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "cujit/build_cache.hpp"
 #include "cujit/error.hpp"
+#include "cujit/nrt.hpp"
 #include "json_output.hpp"
 #include "output.hpp"
 #include "presentation.hpp"
@@ -86,10 +88,17 @@ void test_seam_crash() {
   std::raise(signal);
 }
 
+// The variables the scenario's run reads, read here first: a bad value is a usage error
+// (exit 2, naming the variable, as docs/cli.md says), not a step that failed (exit 1).
+void check_environment() {
+  (void)CacheConfig::from_environment();
+  (void)nrt::enabled();
+}
+
 std::string what_runs(const scenarios::Scenario& scenario) {
   std::string backends;
   for (LinkerBackend backend : scenario.backends()) backends += (backends.empty() ? "" : " and ") + std::string(to_string(backend));
-  return "running scenario '" + scenario.name + "' (" + std::to_string(scenario.steps.size()) + " step" +
+  return "running scenario " + shown(scenario.name) + " (" + std::to_string(scenario.steps.size()) + " step" +
          (scenario.steps.size() == 1 ? "" : "s") + " through " + backends + ")";
 }
 
@@ -100,7 +109,7 @@ std::vector<std::pair<std::string, std::string>> cache_environment(const ReproOp
   }
   if (options.no_cache) return {{"CUJIT_CACHE", "off"}};
   if (options.cache_dir.empty()) return {};
-  make_output_dir(options.cache_dir, "repro: --cache-dir");
+  make_directory(options.cache_dir, "repro: --cache-dir");
   return {{"CUJIT_CACHE_DIR", std::filesystem::absolute(options.cache_dir).string()}};
 }
 
@@ -110,6 +119,7 @@ int run_here(const ReproOptions& options) {
   for (const auto& [name, value] : cache_environment(options)) ::setenv(name.c_str(), value.c_str(), 1);
   try {
     progress(fd, "loading " + options.scenario);
+    check_environment();
     scenarios::Scenario scenario = scenarios::load_scenario(options.scenario);
     apply_linker_environment(scenario, true);
     progress(fd, what_runs(scenario));
@@ -120,7 +130,7 @@ int run_here(const ReproOptions& options) {
     progress(fd, finished);
     return report.verdict == scenarios::Verdict::as_expected ? exit_ok : exit_failures;
   } catch (const Error& error) {
-    std::cerr << "cujit repro: " << error.what() << "\n";
+    std::cerr << "cujit repro: " << printable_lines(error.what()) << "\n";
     progress(fd, finished);
     return exit_usage;
   }
@@ -142,16 +152,18 @@ void print_crash(const ReproOptions& options, const scenarios::Scenario& scenari
     std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
-  std::cout << "scenario: " << scenario.name << "\n"
-            << "file: " << options.scenario << "\n"
+  std::cout << "scenario: " << printable(scenario.name) << "\n"
+            << "file: " << printable(options.scenario) << "\n"
             << "verdict: " << verdict << "\n"
-            << "  the process running the scenario died while " << (doing.empty() ? "starting" : doing) << "\n";
+            << "  the process running the scenario died while " << (doing.empty() ? "starting" : printable(doing))
+            << "\n";
   if (!last_output.empty()) {
     std::cout << "  its last output:\n";
     std::size_t start = 0;
     while (start < last_output.size()) {
       const std::size_t end = last_output.find('\n', start);
-      std::cout << "    " << last_output.substr(start, end == std::string::npos ? std::string::npos : end - start) << "\n";
+      std::cout << "    " << printable(last_output.substr(start, end == std::string::npos ? std::string::npos : end - start))
+                << "\n";
       if (end == std::string::npos) break;
       start = end + 1;
     }
@@ -178,8 +190,11 @@ int run_isolated(const ReproOptions& options) {
   try {
     scenario = scenarios::load_scenario(options.scenario);
     apply_linker_environment(scenario, false);
+    // After --cache-dir / --no-cache would set the cache's variables: those are the child's.
+    if (options.cache_dir.empty() && !options.no_cache) check_environment();
+    else (void)nrt::enabled();
   } catch (const Error& error) {
-    std::cerr << "cujit repro: " << error.what() << "\n";
+    std::cerr << "cujit repro: " << printable_lines(error.what()) << "\n";
     return exit_usage;
   }
   ChildSpec child = child_spec({self_executable(), "repro", "--in-process", "--progress-fd",
@@ -195,13 +210,13 @@ int run_isolated(const ReproOptions& options) {
       steps.append(text);
       return;
     }
-    std::cerr << text << std::flush;
+    std::cerr << printable_stream(text) << std::flush;
     errors.append(text);
   });
   if (!exit.started()) throw CliError("repro: cannot run the scenario in a child process: " + describe(exit));
   const std::string doing = steps.last_line();
   if (exit.exited() && doing == finished) return exit.exit_code;
-  std::cerr << "cujit repro: the process running scenario '" << scenario.name << "' " << describe(exit) << "\n";
+  std::cerr << "cujit repro: the process running scenario " << shown(scenario.name) << " " << describe(exit) << "\n";
   print_crash(options, scenario, exit, doing, last_lines(errors.text(), 20));
   return exit_crashed;
 }

@@ -21,7 +21,7 @@ int guarded(const char* name, Step&& step) {
   try {
     return step();
   } catch (const std::exception& error) {
-    std::cerr << "cujit run: " << name << ": " << error.what() << "\n";
+    std::cerr << "cujit run: " << name << ": " << printable_lines(error.what()) << "\n";
     return exit_usage;
   }
 }
@@ -34,6 +34,7 @@ int run(const RunOptions& options) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     progress() << "== cujit run: step " << n << " of 3: " << what << " (" << static_cast<int>(elapsed) << " s)\n";
   };
+  if (options.quick && options.full) throw CliError("run: --quick and --full: give one of them");
   make_output_dir(options.out, "run: --out");
   // With --json the steps' summaries are gathered into one document instead of printed.
   nlohmann::json tests_summary, bench_summary, report_summary;

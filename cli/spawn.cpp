@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -97,9 +98,20 @@ class FileActions {
 };
 
 // Reads every captured pipe to its end, handing each chunk to the handler.
-void drain(std::vector<Pipe>& pipes, const OutputHandler& on_output) {
+void drain(std::vector<Pipe>& pipes, const OutputHandler& on_output, int tick_ms) {
   std::array<char, 65536> buffer{};
+  using Clock = std::chrono::steady_clock;
+  auto next_tick = Clock::now() + std::chrono::milliseconds(tick_ms);
   for (;;) {
+    int timeout = -1;
+    if (tick_ms > 0 && on_output) {
+      const auto now = Clock::now();
+      if (now >= next_tick) {
+        on_output(Stream::tick, {});
+        next_tick = now + std::chrono::milliseconds(tick_ms);
+      }
+      timeout = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now).count()) + 1;
+    }
     std::vector<pollfd> polled;
     std::vector<Pipe*> owners;
     for (Pipe& pipe : pipes) {
@@ -108,7 +120,7 @@ void drain(std::vector<Pipe>& pipes, const OutputHandler& on_output) {
       owners.push_back(&pipe);
     }
     if (polled.empty()) return;
-    if (::poll(polled.data(), polled.size(), -1) < 0) {
+    if (::poll(polled.data(), polled.size(), timeout) < 0) {
       if (errno == EINTR) continue;
       return;
     }
@@ -165,7 +177,7 @@ ChildExit run_child(const ChildSpec& spec, const OutputHandler& on_output) {
     result.start_error = "cannot start '" + spec.argv.front() + "': " + std::strerror(spawned);
     return result;
   }
-  drain(pipes, on_output);
+  drain(pipes, on_output, spec.tick_ms);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {

@@ -20,8 +20,9 @@ enum class Sink {
   capture,  // a pipe read by run_child, handed to the OutputHandler
 };
 
-// The captured streams, as the OutputHandler is told.
-enum class Stream { out, err, report };
+// The captured streams, as the OutputHandler is told; `tick` (no text) is the clock of
+// ChildSpec::tick_ms, for callers that report progress while a child is silent.
+enum class Stream { out, err, report, tick };
 
 struct ChildSpec {
   // argv[0] is a path, or a name looked up on PATH (only when it has no '/').
@@ -37,6 +38,9 @@ struct ChildSpec {
   // 3..9: the child also gets a captured pipe as this file descriptor (Stream::report), a
   // channel for progress that its stdout and stderr cannot mix into.
   int report_fd = -1;
+  // > 0: the OutputHandler is also called with Stream::tick about every tick_ms
+  // milliseconds while the child runs, whether or not it writes anything.
+  int tick_ms = 0;
 };
 
 // A ChildSpec for `argv` with everything else as the defaults say.

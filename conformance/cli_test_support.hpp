@@ -137,14 +137,24 @@ inline std::string read_all(const fs::path& path) {
 }
 
 // A build tree whose conformance executables (one per area) and benchmark executables are
-// cli_fake_tool; point CUJIT_BUILD_DIR at it.
+// cli_fake_tool; point CUJIT_BUILD_DIR at it. Its CTestTestfile.cmake lists each area's
+// three fake tests with the label area:<area>, as conformance/CMakeLists.txt labels the real
+// ones: the command reads the areas from there.
 inline fs::path make_fake_build(const fs::path& root, const std::vector<std::string>& areas) {
   const fs::path build = root / "fake-build";
   fs::create_directories(build / "conformance");
   fs::create_directories(build / "bench");
+  std::string ctest_file;
   for (const std::string& area : areas) {
-    fs::create_symlink(CUJIT_CLI_FAKE_TOOL, build / "conformance" / ("conformance_" + area));
+    const fs::path suite = build / "conformance" / ("conformance_" + area);
+    fs::create_symlink(CUJIT_CLI_FAKE_TOOL, suite);
+    for (const char* test : {"Passes", "Skips", "Crashes"}) {
+      const std::string name = std::string("FakeSuite.") + test + "." + area;
+      ctest_file += "add_test([==[" + name + "]==] [==[" + suite.string() + "]==] --gtest_filter=FakeSuite." + test + ")\n";
+      ctest_file += "set_tests_properties([==[" + name + "]==] PROPERTIES LABELS \"cpu;area:" + area + "\")\n";
+    }
   }
+  std::ofstream(build / "CTestTestfile.cmake", std::ios::binary) << ctest_file;
   for (const char* bench : {"bench_jit", "bench_reduce"}) fs::create_symlink(CUJIT_CLI_FAKE_TOOL, build / "bench" / bench);
   return build;
 }

@@ -7,6 +7,10 @@
 // mutant that would kill it must be refused before it gets there.
 //
 // CUJIT_MUTATION_SCALE=n multiplies the random mutants (default 1) for longer runs by hand.
+// CUJIT_MUTATION_BUDGET=n links n mutants per campaign, spread evenly over its whole list so
+// that every kind of damage keeps its share ("all" or unset: every mutant): the main job
+// (ci/run.sh) sets a budget, the reliability lane (ci/reliability.sh) runs the full campaign.
+// Each campaign prints a progress line per tenth of its mutants, with counts and an estimate.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -24,8 +28,10 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -200,6 +206,28 @@ std::size_t random_mutants(std::size_t count) {
   return count * scale / (CUJIT_TEST_SANITIZED ? 4 : 1);
 }
 
+// The budget CUJIT_MUTATION_BUDGET sets: nullopt for every mutant; throws for a value that is
+// neither "all" nor a positive count (a typo must not pass for a campaign of some size).
+std::optional<std::size_t> mutation_budget() {
+  const char* value = std::getenv("CUJIT_MUTATION_BUDGET");
+  if (value == nullptr || *value == '\0' || std::string(value) == "all") return std::nullopt;
+  char* end = nullptr;
+  const long long parsed = std::strtoll(value, &end, 10);
+  if (*end != '\0' || parsed < 1) {
+    throw std::invalid_argument(std::string("CUJIT_MUTATION_BUDGET='") + value + "': give a positive count or all");
+  }
+  return static_cast<std::size_t>(parsed);
+}
+
+// `budget` mutants taken at even steps through the list (the first included), so random bytes,
+// truncations and field edits each keep their share; the same ones on every run.
+std::vector<Mutant> within_budget(std::vector<Mutant> mutants, std::optional<std::size_t> budget) {
+  if (!budget || *budget >= mutants.size()) return mutants;
+  std::vector<Mutant> kept;
+  for (std::size_t k = 0; k < *budget; ++k) kept.push_back(std::move(mutants[k * mutants.size() / *budget]));
+  return kept;
+}
+
 std::vector<Mutant> make_mutants(const Campaign& campaign, const std::string& original) {
   std::vector<Mutant> out;
   // A fixed seed per campaign: the same mutants every run, on every machine.
@@ -315,9 +343,17 @@ Tally run_campaign(const Campaign& campaign) {
   const std::string original = test::read_bytes(campaign.format == Format::ltoir
                                                     ? test::scenario_path("fixtures/campaign/" + campaign.fixture)
                                                     : test::fixture_path(campaign.fixture));
-  const std::vector<Mutant> mutants = make_mutants(campaign, original);
+  std::vector<Mutant> made = make_mutants(campaign, original);
+  const std::size_t all_mutants = made.size();
+  const std::vector<Mutant> mutants = within_budget(std::move(made), mutation_budget());
+  if (mutants.size() < all_mutants) {
+    std::cout << "[ campaign ] " << campaign.label << ": " << mutants.size() << " of " << all_mutants
+              << " mutants (CUJIT_MUTATION_BUDGET; ci/reliability.sh runs them all)" << std::endl;
+  }
   const auto start = std::chrono::steady_clock::now();
   const std::size_t jobs = std::max(2u, std::min(4u, std::thread::hardware_concurrency()));
+  const std::size_t batch = std::max<std::size_t>(1, (mutants.size() + 9) / 10);
+  std::size_t finished = 0;
   Tally tally;
   tally.mutants = mutants.size();
   std::map<pid_t, std::size_t> running;
@@ -350,6 +386,13 @@ Tally run_campaign(const Campaign& campaign) {
                                                 : std::string(strsignal(signal))));
     }
     running.erase(found);
+    if (++finished % batch == 0 && finished < mutants.size()) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::cout << std::fixed << std::setprecision(1) << "[ campaign ] " << campaign.label << ": " << finished
+                << " of " << mutants.size() << " mutants, " << tally.deaths.size() << " dead, " << seconds
+                << " s, about " << seconds * static_cast<double>(mutants.size() - finished) / static_cast<double>(finished)
+                << " s left" << std::endl;
+    }
   }
   tally.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return tally;
@@ -375,6 +418,50 @@ TEST_P(HostileMutation, NoDamagedInputKillsTheLinker) {
   // Mutants that change nothing nvJitLink reads still link: the campaign is not all refusals.
   EXPECT_GT(count(Outcome::format_error), 0u);
   for (const std::string& death : tally.deaths) ADD_FAILURE() << "a child died on " << death;
+}
+
+// The budget narrows the campaign; its assumption is that a budget keeps every kind of damage
+// (random bytes, truncations, header and table fields) in its share, the same mutants each run.
+TEST(MutationBudget, EveryKindOfDamageKeepsItsShare) {
+  const Campaign campaign{"cubin", "scale_kernel.cubin", Format::cubin, false, 1500};
+  const std::vector<Mutant> all = make_mutants(campaign, test::read_bytes(test::fixture_path(campaign.fixture)));
+  const auto kind = [](const Mutant& mutant) {
+    return mutant.what.rfind("byte ", 0) == 0 ? 0 : mutant.what.rfind("truncated", 0) == 0 ? 1 : 2;
+  };
+  std::array<std::size_t, 3> whole{};
+  for (const Mutant& mutant : all) ++whole[kind(mutant)];
+  for (std::size_t budget : {std::size_t{10}, std::size_t{37}, std::size_t{250}, all.size() / 2}) {
+    const std::vector<Mutant> kept = within_budget(all, budget);
+    ASSERT_EQ(kept.size(), budget);
+    std::array<std::size_t, 3> share{};
+    for (const Mutant& mutant : kept) ++share[kind(mutant)];
+    for (int k = 0; k < 3; ++k) {
+      const double expected = static_cast<double>(whole[k]) * static_cast<double>(budget) / static_cast<double>(all.size());
+      EXPECT_GE(static_cast<double>(share[k]) + 1.0, expected) << "kind " << k << ", budget " << budget;
+      EXPECT_LE(static_cast<double>(share[k]) - 1.0, expected) << "kind " << k << ", budget " << budget;
+    }
+    const std::vector<Mutant> again = within_budget(all, budget);
+    for (std::size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i].what, again[i].what);
+  }
+  EXPECT_EQ(within_budget(all, all.size() + 1).size(), all.size());
+  EXPECT_EQ(within_budget(all, std::nullopt).size(), all.size());
+}
+
+TEST(MutationBudget, ValueIsACountOrAllElseRefused) {
+  const char* saved = std::getenv("CUJIT_MUTATION_BUDGET");
+  const std::string restore = saved != nullptr ? saved : "";
+  const std::pair<const char*, std::optional<std::size_t>> good[] = {{"all", std::nullopt}, {"", std::nullopt},
+                                                                     {"1", 1}, {"250", 250}};
+  for (const auto& [value, expected] : good) {
+    ::setenv("CUJIT_MUTATION_BUDGET", value, 1);
+    EXPECT_EQ(mutation_budget(), expected) << value;
+  }
+  for (const char* bad : {"0", "-5", "ten", "10s", "1e3", "ALL "}) {
+    ::setenv("CUJIT_MUTATION_BUDGET", bad, 1);
+    EXPECT_THROW(mutation_budget(), std::invalid_argument) << bad;
+  }
+  if (saved != nullptr) ::setenv("CUJIT_MUTATION_BUDGET", restore.c_str(), 1);
+  else ::unsetenv("CUJIT_MUTATION_BUDGET");
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -57,6 +57,15 @@ def _save(fig, ax, title, caption, out_dir, name, plt, notes=()):
     return path
 
 
+def bar_scale(values):
+    """("linear", "") for bars, whose lengths are read as proportions; ("log", why) only when
+    the values span two decades or more, and then the axis label says so."""
+    positive = [v for v in values if v and v > 0]
+    if len(positive) >= 2 and max(positive) / min(positive) >= 100:
+        return "log", f"; log scale: the values span {math.log10(max(positive) / min(positive)):.1f} decades"
+    return "linear", ""
+
+
 def plot_cold_vs_cached(data, out_dir, plt, caption, suffix):
     series = [("cujit, cold build", "cujit/e2e_cubin/{}", "cujit"),
               ("raw floor", "raw/e2e_cubin/{}", "floor"),
@@ -69,6 +78,7 @@ def plot_cold_vs_cached(data, out_dir, plt, caption, suffix):
     fig, ax = plt.subplots(figsize=(9, 4.8))
     width = 0.8 / len(series)
     unmeasured = False
+    heights = []
     for i, (label, pattern, which) in enumerate(series):
         xs, ys, errs = [], [], []
         for j, scenario in enumerate(present):
@@ -78,13 +88,15 @@ def plot_cold_vs_cached(data, out_dir, plt, caption, suffix):
                 ys.append(f.median * 1e3)
                 errs.append(f.spread * 1e3 if f.spread is not None else None)
         if xs:
+            heights += ys
             bars = ax.bar(xs, ys, width, yerr=[e or 0 for e in errs], label=label, capsize=2)
             for bar, err in zip(bars, errs):
                 if err is None:
                     bar.set_hatch("//")
                     unmeasured = True
-    ax.set_yscale("log")
-    ax.set_ylabel("ms (median; bars: stddev or 95% CI)")
+    scale, note = bar_scale(heights)
+    ax.set_yscale(scale)
+    ax.set_ylabel(f"ms (median; bars: stddev or 95% CI{note})")
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(present))])
     ax.set_xticklabels(present)
     return _save(fig, ax, "Source to kernel: cold, cached, raw floor", caption, out_dir,
@@ -263,15 +275,16 @@ def plot_peers(data, peers, out_dir, plt, caption, suffix):
                 unmeasured = True
     ax.set_yticks(list(ys))
     ax.set_yticklabels([r[0] for r in rows], fontsize=8)
-    ax.set_xscale("log")
-    ax.set_xlabel("ms (median; bars: stddev or 95% CI)")
+    scale, note = bar_scale([r[index].median * 1e3 for r in rows for index in (1, 2)])
+    ax.set_xscale(scale)
+    ax.set_xlabel(f"ms (median; bars: stddev or 95% CI{note})")
     return _save(fig, ax, "cujit next to numba-cuda and cuda.core", caption, out_dir, f"peers-{suffix}.png",
                  plt, (NO_NOISE,) if unmeasured else ())
 
 
 def plots(runs, out_dir, plt):
     """[(title, path or None)], one set per vendor-cache state, and the L2 marking per state."""
-    device, mode = figures.device_of(runs), figures.modes_of(runs)
+    device, mode = figures.device_label(figures.device_of(runs)), figures.modes_of(runs)
     l2, l2_source = tables.l2_of(runs)
     peers = figures.peers_of(runs).data
     drawn, marked = [], {}
@@ -291,6 +304,20 @@ def plots(runs, out_dir, plt):
     return drawn, marked
 
 
+# What run fills each plot, for a report whose files have no data for it (a CPU-only run).
+FILLED_BY = (
+    ("Cold vs cached vs floor", "bench_jit's GPU families: a GPU run (cujit bench --full, ci/bench.sh)"),
+    ("Stream vs graph launch", "bench_launch: a GPU run (cujit bench --full, ci/bench.sh)"),
+    ("reduce_into throughput", "bench_reduce's throughput family: a GPU run (cujit bench --full, ci/bench.sh)"),
+    ("reduce_into vs CUB per type", "bench_reduce with the AOT CUB floor: a GPU run (cujit bench --full, ci/bench.sh)"),
+    ("Peers", "the peers' JSON (numba-cuda, cuda.core), which ci/bench.sh writes on a GPU machine"),
+)
+
+
+def filled_by(title):
+    return next((what for prefix, what in FILLED_BY if title.startswith(prefix)), "another benchmark run")
+
+
 def write_html(runs, report, drawn, out_dir):
     heading, lines, report_tables = report
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>cujit report</title>",
@@ -308,7 +335,8 @@ def write_html(runs, report, drawn, out_dir):
         if path:
             parts.append(f"<h3>{html.escape(title)}</h3><img src='{os.path.basename(path)}'>")
         else:
-            parts.append(f"<h3>{html.escape(title)}</h3><p>No data for this plot in these files.</p>")
+            parts.append(f"<h3>{html.escape(title)}</h3><p>No data for this plot in these files. "
+                         f"It needs {html.escape(filled_by(title))}.</p>")
     errors = [(run.path, n, b.error or b.skipped) for run in runs for n, b in sorted(run.benchmarks.items())
               if b.error or b.skipped]
     if errors:

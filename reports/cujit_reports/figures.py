@@ -48,6 +48,23 @@ def device_of(runs):
     return next(iter(devices), "not recorded")
 
 
+def device_label(device):
+    """How a report names the device. A run without a GPU records "none (<why>)", the why
+    often the driver loader's whole error: the report says "none (no driver)" or "none (no
+    device)" instead, once per heading; the run lines keep the record's reason."""
+    if device.startswith("none ("):
+        return "none (no driver)" if "libcuda" in device or "driver" in device else "none (no device)"
+    return device
+
+
+def without_device(device):
+    """Whether `device` (as recorded) says the run had no GPU."""
+    return device.startswith("none")
+
+
+NO_DEVICE_STATE_LABEL = "no GPU (the vendor-cache state does not apply)"
+
+
 def modes_of(runs):
     modes = sorted({run.context.get("cujit_mode") or "not recorded" for run in runs if not is_peer(run)})
     return " + ".join(modes) if modes else "not recorded"
@@ -57,10 +74,13 @@ def modes_of(runs):
 class StateRuns:
     state: str
     joined: joining.Joined  # the runs of this state, joined into one table
+    # Every run of the state had no GPU: NVRTC's, nvJitLink's and the driver's caches were
+    # never in play, so "vendor-cache-warm" (what CUDA_CACHE_DISABLE unset records) says nothing.
+    no_device: bool = False
 
     @property
     def label(self):
-        return state_label(self.state)
+        return NO_DEVICE_STATE_LABEL if self.no_device else state_label(self.state)
 
     @property
     def data(self):
@@ -75,7 +95,9 @@ def by_state(runs):
     for run in runs:
         if not is_peer(run):
             grouped.setdefault(state_of(run), []).append(run)
-    return [StateRuns(state, joining.join(grouped[state])) for state in STATES if state in grouped]
+    return [StateRuns(state, joining.join(grouped[state]),
+                      all(without_device(run.context.get("device") or "") for run in grouped[state]))
+            for state in STATES if state in grouped]
 
 
 def peers_of(runs):

@@ -438,6 +438,8 @@ def overwritten_table(joined, what):
 def run_line(run):
     c = run.context
     state = figures.state_label(c.get("vendor_cache")) if c.get("vendor_cache") in figures.STATES else c.get("vendor_cache")
+    if figures.without_device(c.get("device") or ""):
+        state = figures.NO_DEVICE_STATE_LABEL
     return (f"`{os.path.basename(run.path)}`: {run.label}; {state}; device {c.get('device', 'not recorded')}, "
             f"{c.get('cujit_mode', '?')} mode, driver {c.get('driver_release', '?')} (CUDA {c.get('driver_version', '?')}), "
             f"NVRTC {c.get('nvrtc_version', '?')}, nvJitLink {c.get('nvjitlink_version', '?')}, "
@@ -447,7 +449,7 @@ def run_line(run):
 
 def build(runs):
     """(heading, run lines, tables) of a report over `runs` (one device)."""
-    device = figures.device_of(runs)
+    device = figures.device_label(figures.device_of(runs))
     mode = figures.modes_of(runs)
     states = figures.by_state(runs)
     l2, l2_source = l2_of(runs)

@@ -176,7 +176,7 @@ class GoalPlotTest(unittest.TestCase):
             self.assertFalse(any(name.startswith("reduce_vs_cub") for name in os.listdir(tmp)))
             with open(os.path.join(tmp, "report.html"), encoding="utf-8") as f:
                 self.assertIn(f"<h3>reduce_into vs CUB per type: {DEVICE}, full mode, cold (vendor cache off)</h3>"
-                              "<p>No data for this plot in these files.</p>", f.read())
+                              "<p>No data for this plot in these files. It needs bench_reduce with the AOT CUB floor", f.read())
 
 
 class GoalHistoryTest(unittest.TestCase):

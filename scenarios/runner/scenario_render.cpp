@@ -1,5 +1,7 @@
 #include "runner/scenario_render.hpp"
 
+#include "runner/printable_text.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <sstream>
@@ -31,34 +33,37 @@ std::string describe_outcome(const StepReport& step) {
   return std::string(to_string(step.error->kind)) + " error: " + step.error->message;
 }
 
+// Every text that comes from the scenario file, its inputs or a vendor library is printed
+// through printable_text: a name holding "\nverdict: as expected" stays on its own line.
 std::string render_text(const ScenarioReport& report) {
+  const auto p = [](std::string_view text) { return printable_text(text); };
   std::ostringstream out;
-  out << "scenario: " << report.name << "\n";
-  if (!report.reported.empty()) out << "reported: " << report.reported << "\n";
-  if (!report.reported_at.empty()) out << "reported at: " << report.reported_at << "\n";
-  if (!report.cujit_behaviour.empty()) out << "cujit:    " << report.cujit_behaviour << "\n";
-  out << "environment: " << report.environment << "\n";
+  out << "scenario: " << p(report.name) << "\n";
+  if (!report.reported.empty()) out << "reported: " << p(report.reported) << "\n";
+  if (!report.reported_at.empty()) out << "reported at: " << p(report.reported_at) << "\n";
+  if (!report.cujit_behaviour.empty()) out << "cujit:    " << p(report.cujit_behaviour) << "\n";
+  out << "environment: " << p(report.environment) << "\n";
   out << "inputs:\n";
   for (const InputReport& input : report.inputs) {
-    out << "  " << (input.name.empty() ? "(unnamed)" : input.name) << "  " << to_string(input.format) << "  "
-        << input.bytes << " bytes  sha256 " << input.sha256.substr(0, 16) << (input.nrt ? "  nrt" : "") << "\n";
+    out << "  " << (input.name.empty() ? "(unnamed)" : p(input.name)) << "  " << to_string(input.format) << "  "
+        << input.bytes << " bytes  sha256 " << p(input.sha256.substr(0, 16)) << (input.nrt ? "  nrt" : "") << "\n";
   }
   int index = 1;
   for (const StepReport& step : report.steps) {
-    out << "step " << index++ << " [" << to_string(step.backend) << "] " << describe(step.options) << "\n";
-    out << "  outcome: " << describe_outcome(step) << "\n";
+    out << "step " << index++ << " [" << to_string(step.backend) << "] " << p(describe(step.options)) << "\n";
+    out << "  outcome: " << p(describe_outcome(step)) << "\n";
     if (!step.launch_output.empty()) {
       out << "  output:";
-      for (const std::string& value : step.launch_output) out << " " << value;
+      for (const std::string& value : step.launch_output) out << " " << p(value);
       out << "\n";
     }
     if (!step.log.empty()) {
       std::istringstream lines(step.log);
       std::string line;
       out << "  log:\n";
-      while (std::getline(lines, line)) out << "    " << line << "\n";
+      while (std::getline(lines, line)) out << "    " << p(line) << "\n";
     }
-    out << "  verdict: " << to_string(step.verdict) << (step.why.empty() ? "" : " (" + step.why + ")") << "\n";
+    out << "  verdict: " << to_string(step.verdict) << (step.why.empty() ? "" : " (" + p(step.why) + ")") << "\n";
   }
   out << "verdict: " << to_string(report.verdict) << "\n";
   return out.str();

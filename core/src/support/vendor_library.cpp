@@ -1,8 +1,14 @@
 #include "support/vendor_library.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <optional>
 
 #include "cujit/environment.hpp"
+#include "support/file_io.hpp"
 #include "support/library_identity.hpp"
 
 namespace cujit::detail {
@@ -24,8 +30,31 @@ LibraryRequest choose_library(const VendorLibrarySpec& spec) {
   return {spec.soname, std::string("the loader's search; ") + spec.built_path + " is gone"};
 }
 
+// A library named by path (CUJIT_NVRTC_LIBRARY, CUJIT_NVJITLINK_LIBRARY, the built path) is
+// opened non-blocking and checked on the descriptor before dlopen, whose own open would
+// wait forever on a FIFO. (The check and dlopen open the path twice: loading from the
+// checked descriptor, /proc/self/fd/N, would give the library that name for good, and its
+// identity in cache keys is read from the loaded file's path.)
+std::optional<Error> not_a_library_file(const VendorLibrarySpec& spec, const LibraryRequest& request) {
+  if (request.path.find('/') == std::string::npos) return std::nullopt;  // the loader's search
+  const int fd = ::open(request.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::nullopt;  // dlopen says why, as before
+  struct stat info {};
+  const bool examined = ::fstat(fd, &info) == 0;
+  ::close(fd);
+  if (!examined || S_ISREG(info.st_mode)) return std::nullopt;
+  // The component of every load failure (docs/cli.md): this check is part of the load.
+  return Error(ErrorKind::unsupported, std::string(spec.component) + " (dlopen)",
+               std::string(spec.component) + " could not be loaded from " + describe(request) + ": it is " +
+                   kind_of_file(info.st_mode) + ", not a regular file");
+}
+
 OpenedLibrary open_library(const VendorLibrarySpec& spec, const LibraryRequest& request) {
   OpenedLibrary opened;
+  if (auto refused = not_a_library_file(spec, request)) {
+    opened.failure = std::move(*refused);
+    return opened;
+  }
   (void)dlerror();
   opened.handle = dlopen(request.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (opened.handle == nullptr) {
