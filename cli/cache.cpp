@@ -71,6 +71,7 @@ nlohmann::json stats_json(BuildCache& cache, const CacheCounters& counters) {
           {"stores", counters.stores},
           {"evictions", counters.evictions},
           {"corrupt_entries", counters.corrupt_entries},
+          {"remote_unverified", counters.remote_unverified},
           {"zeroed_at", counters.zeroed_at != 0 ? nlohmann::json(counters.zeroed_at) : nlohmann::json()},
           {"remote", remote_json(cache)},
           {"warnings", warnings}};
@@ -94,7 +95,8 @@ void print_stats(const nlohmann::json& stats) {
             << percent(stats["hit_rate"].get<double>()) << ")\n"
             << "stores:          " << stats["stores"].get<std::uint64_t>() << ", evictions "
             << stats["evictions"].get<std::uint64_t>() << ", unsound entries dropped "
-            << stats["corrupt_entries"].get<std::uint64_t>() << "\n"
+            << stats["corrupt_entries"].get<std::uint64_t>() << ", remote values refused (no trusted signature) "
+            << stats["remote_unverified"].get<std::uint64_t>() << "\n"
             << "entries:         " << stats["entries"].get<std::uint64_t>() << ", "
             << human_bytes(stats["bytes"].get<std::uint64_t>()) << " of "
             << human_bytes(stats["max_disk_bytes"].get<std::uint64_t>()) << " (CUJIT_CACHE_MAX_BYTES)\n"
