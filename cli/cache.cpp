@@ -72,6 +72,9 @@ nlohmann::json stats_json(BuildCache& cache, const CacheCounters& counters) {
           {"evictions", counters.evictions},
           {"corrupt_entries", counters.corrupt_entries},
           {"remote_unverified", counters.remote_unverified},
+          {"remote_waits", counters.remote_waits},
+          {"remote_lock_timeouts", counters.remote_lock_timeouts},
+          {"remote_errors", counters.remote_errors},
           {"zeroed_at", counters.zeroed_at != 0 ? nlohmann::json(counters.zeroed_at) : nlohmann::json()},
           {"remote", remote_json(cache)},
           {"warnings", warnings}};
@@ -114,6 +117,9 @@ void print_stats(const nlohmann::json& stats) {
                                                   : "not reachable: " + remote["why_not_reachable"].get<std::string>())
               << "\n";
   }
+  std::cout << "fleet:           " << stats["remote_waits"].get<std::uint64_t>()
+            << " waits for another machine's build, " << stats["remote_lock_timeouts"].get<std::uint64_t>()
+            << " gave up (lock timeout), " << stats["remote_errors"].get<std::uint64_t>() << " Redis errors\n";
   for (const auto& warning : stats["warnings"]) std::cout << "warning: " << warning.get<std::string>() << "\n";
 }
 

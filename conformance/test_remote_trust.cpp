@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -212,7 +213,8 @@ TEST_P(ForgedRemoteValue, IsRefusedCountedAndNeverWrittenToDisk) {
   }
   for (const auto& make : {reader_at, writer_at}) {
     const fs::path dir = temp.path() / (make == reader_at ? "reader" : "other-writer");
-    BuildCache reader(make(dir, server.url()));
+    auto reader_cache = std::make_unique<BuildCache>(make(dir, server.url()));
+    BuildCache& reader = *reader_cache;
     EXPECT_FALSE(reader.find(key_of("victim-1")));
     EXPECT_FALSE(reader.find(key_of("victim-2")));
     const CacheStats stats = reader.stats();
@@ -229,6 +231,8 @@ TEST_P(ForgedRemoteValue, IsRefusedCountedAndNeverWrittenToDisk) {
     CacheSource source{};
     EXPECT_EQ(reader.find(key_of("donor"), &source), "the donor kernel's cubin");
     EXPECT_EQ(source, CacheSource::remote);
+    reader_cache.reset();  // its counts go to the directory's counters
+    EXPECT_EQ(read_cache_counters(dir).remote_unverified, 2u);
   }
   // A trusted writer's build of the victim replaces the forgery for everyone.
   CacheSource source{};
@@ -352,6 +356,23 @@ TEST(RemoteTrust, WithoutAVerifyKeyTheTierIsRefusedUnlessUnauthenticatedIsChosen
     EXPECT_EQ(cache.remote_url(), "") << bad;
     EXPECT_TRUE(has_warning(cache, "remote tier not used")) << bad;
     EXPECT_FALSE(cache.find(key_of("planted"))) << bad;
+  }
+}
+
+TEST(RemoteTrust, ASigningKeyOthersCanReadIsUsedWithAWarning) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  const test::SigningKeyFiles keys = test::make_signing_key(temp.path(), "shared");
+  CacheConfig config = writer_at(temp.path() / "private", server.url());
+  config.remote_signing_key = keys.private_key;
+  EXPECT_FALSE(has_warning(BuildCache(config), "readable by group or others"));
+  for (const fs::perms readable : {fs::perms::group_read, fs::perms::others_read}) {
+    fs::permissions(keys.private_key, fs::perms::owner_read | fs::perms::owner_write | readable,
+                    fs::perm_options::replace);
+    BuildCache cache(config);
+    EXPECT_TRUE(has_warning(cache, "readable by group or others"));
+    EXPECT_NE(cache.remote_url(), "");  // used all the same
   }
 }
 

@@ -184,6 +184,9 @@ struct CacheCounters {
   std::uint64_t corrupt_entries = 0;  ///< unsound entries dropped (then rebuilt)
   /// Remote values refused because no trusted writer signed them (CacheStats::remote_unverified).
   std::uint64_t remote_unverified = 0;
+  std::uint64_t remote_waits = 0;          ///< builds that waited for another machine's (its fleet lock)
+  std::uint64_t remote_lock_timeouts = 0;  ///< such waits that gave up (lock_timeout) and built
+  std::uint64_t remote_errors = 0;         ///< Redis calls that failed (down, timed out, refused)
   /// The disk tier now (a walk of the directory at read time, not a counter).
   std::uint64_t entries = 0;
   std::uint64_t bytes = 0;  ///< entries and temporary files on disk now
@@ -307,7 +310,7 @@ class BuildCache {
   /// Records that a result was built but could not be stored (a warning and a count).
   void note_not_stored(std::string why);
   /// Removes `key` from the memory and disk tiers and, when this cache writes to it, from
-  /// Redis (stats().remote_repairs), counts it in corrupt_entries and as a miss, and records
+  /// Redis (stats().remote_repairs), counts it in corrupt_entries, and records
   /// a warning with `why`: for a payload its caller found but cannot decode (a sound
   /// checksum over a record it does not understand), so that the next lookup, on any
   /// machine, misses and rebuilds.

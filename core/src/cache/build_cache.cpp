@@ -1,5 +1,6 @@
 #include "cujit/build_cache.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,6 +71,14 @@ std::shared_ptr<const detail::RemoteTrust> remote_trust(const CacheConfig& confi
   if (trust->signer && !trust->signer->trusted_by(*trust->verifier)) {
     problem = "the signing key's public key is not among CUJIT_CACHE_REMOTE_VERIFY_KEY's: readers that trust "
               "those keys refuse what this process writes";
+  }
+  struct stat key_file {};
+  if (trust->signer && ::stat(config.remote_signing_key.c_str(), &key_file) == 0 &&
+      (key_file.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    // Used all the same (a CI secret written with the default umask), but said: whoever
+    // reads it can write entries every machine trusts.
+    problem += std::string(problem.empty() ? "" : "; ") + "the signing key '" + config.remote_signing_key.string() +
+               "' is readable by group or others: whoever can read it is a trusted writer (chmod 600 it)";
   }
   return trust;
 }
@@ -399,6 +408,9 @@ void BuildCache::flush_counters() noexcept {
     counted.evictions = now.disk_evictions;
     counted.corrupt_entries = now.corrupt_entries;
     counted.remote_unverified = now.remote_unverified;
+    counted.remote_waits = now.remote_waits;
+    counted.remote_lock_timeouts = now.remote_lock_timeouts;
+    counted.remote_errors = now.remote_errors;
     bool any = false;
     const CacheCounters delta = detail::counters_since(counted, state_->flushed, any);
     {
@@ -681,7 +693,6 @@ void BuildCache::drop(const CacheKey& key, std::string why) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->forget(digest);
   ++state_->stats.corrupt_entries;
-  ++state_->stats.misses;  // the answer found was no answer: the caller builds it again
   if (removed == detail::RemoteOutcome::done) ++state_->stats.remote_repairs;
   if (removed != detail::RemoteOutcome::done && removed != detail::RemoteOutcome::missing) {
     state_->note_remote(removed, problem, Count::nothing);

@@ -26,11 +26,11 @@ namespace {
 
 constexpr std::string_view counters_header = "cujit-counters 1\n";
 constexpr std::string_view zeroed_name = "zeroed";
-constexpr std::size_t counter_count = 13;
+constexpr std::size_t counter_count = 16;
 constexpr std::array<std::string_view, counter_count> counter_names = {
     "memo.hits",   "memo.misses",   "memory.hits", "memory.misses", "disk.hits",        "disk.misses",
     "remote.hits", "remote.misses", "builds",      "stores",        "evictions",        "corrupt",
-    "remote.unverified"};
+    "remote.unverified", "remote.waits", "remote.lock_timeouts", "remote.errors"};
 // A holder writes one small file: a lock held longer belongs to a stopped process, and the
 // counts wait for the next batch rather than delay an exit.
 constexpr std::chrono::milliseconds shard_lock_wait{2000};
@@ -38,7 +38,7 @@ constexpr std::chrono::milliseconds shard_lock_wait{2000};
 std::array<std::uint64_t*, counter_count> fields_of(CacheCounters& c) {
   return {&c.memo.hits,   &c.memo.misses,   &c.memory.hits, &c.memory.misses, &c.disk.hits, &c.disk.misses,
           &c.remote.hits, &c.remote.misses, &c.builds,      &c.stores,        &c.evictions, &c.corrupt_entries,
-          &c.remote_unverified};
+          &c.remote_unverified, &c.remote_waits, &c.remote_lock_timeouts, &c.remote_errors};
 }
 
 constexpr int open_directory = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
