@@ -422,6 +422,7 @@ TEST(RemoteCacheFleetLock, AWriteThatTimesOutStillReleasesTheLockWhenRedisAnswer
   CacheConfig waiter_config = remote_at(temp.path() / "waiter", server.url());
   waiter_config.remote_lock_ttl = std::chrono::minutes(10);
   waiter_config.lock_timeout = std::chrono::seconds(30);
+  waiter_config.remote_timeout = std::chrono::milliseconds(1000);  // its polls never time out under load
   BuildCache builder(builder_config), waiter(waiter_config);
   std::atomic<bool> holding{false};
   std::thread building([&] {
@@ -453,10 +454,13 @@ TEST(RemoteCacheFleetLock, WithoutEvalTheLockIsStillExtendedAndReleased) {
   test::TempDir temp;
   ASSERT_EQ(server.command({"ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-@scripting"}), "+OK");
   const std::string url = "redis://noscripts:pw@127.0.0.1:" + std::to_string(server.port());
+  // Renewed every 500 ms; calls get a second, so that a loaded machine cannot miss one.
   CacheConfig builder_config = remote_at(temp.path() / "builder", url);
-  builder_config.remote_lock_ttl = std::chrono::milliseconds(300);  // renewed every 100 ms
+  builder_config.remote_lock_ttl = std::chrono::milliseconds(1500);
+  builder_config.remote_timeout = std::chrono::milliseconds(1000);
   CacheConfig waiter_config = remote_at(temp.path() / "waiter", url);
   waiter_config.lock_timeout = std::chrono::seconds(60);
+  waiter_config.remote_timeout = std::chrono::milliseconds(1000);
   BuildCache builder(builder_config), waiter(waiter_config);
   std::atomic<bool> holding{false};
   const std::string lock_key = detail::remote_key_prefix() + "lock:" + key_of("long").digest();
@@ -464,8 +468,8 @@ TEST(RemoteCacheFleetLock, WithoutEvalTheLockIsStillExtendedAndReleased) {
     (void)builder.get_or_build(key_of("long"), [&] {
       holding = true;
       EXPECT_TRUE(waits_for_a_machine(waiter));
-      // Several TTLs: only renewals keep the lock.
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      // Three TTLs: only renewals keep the lock.
+      std::this_thread::sleep_for(std::chrono::milliseconds(4500));
       return std::string("built once");
     });
     // Released at once, not left to expire.
