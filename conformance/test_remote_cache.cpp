@@ -519,6 +519,35 @@ TEST(RemoteCacheRepair, AnUndecodableValueIsDeletedByAWriterSoTheNextMachineBuil
   EXPECT_EQ(source, CacheSource::built);
 }
 
+// rebuild(): the caller that cannot decode what it found builds it again through the
+// cache: counted as a miss and a build (not a hit with no build), and its payload replaces
+// the bad one in every tier, Redis included, so every machine gets the sound one.
+TEST(RemoteCacheRepair, ARebuildIsCountedAsABuildAndOverwritesEveryTier) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  BuildCache(remote_at(temp.path() / "old", server.url())).put(key_of("stale-record"), "a record nobody decodes");
+  BuildCache cache(remote_at(temp.path() / "a", server.url()));
+  CacheSource source{};
+  ASSERT_EQ(cache.get_or_build(key_of("stale-record"), never(), &source), "a record nobody decodes");
+  EXPECT_EQ(source, CacheSource::remote);
+  const CacheStats before = cache.stats();
+  EXPECT_EQ(cache.rebuild(key_of("stale-record"), "its record does not decode", constant("record:fresh"), &source),
+            "record:fresh");
+  EXPECT_EQ(source, CacheSource::built);
+  const CacheStats after = cache.stats();
+  EXPECT_EQ(after.builds, before.builds + 1);
+  EXPECT_EQ(after.misses, before.misses + 1);
+  EXPECT_EQ(after.remote_repairs, 1u);
+  EXPECT_EQ(after.remote_writes, before.remote_writes + 1);
+  EXPECT_EQ(cache.get_or_build(key_of("stale-record"), never(), &source), "record:fresh");
+  BuildCache other(remote_at(temp.path() / "b", server.url()));
+  EXPECT_EQ(other.get_or_build(key_of("stale-record"), never(), &source), "record:fresh");
+  EXPECT_EQ(source, CacheSource::remote);
+  BuildCache disk_only(test::disk_cache_at(temp.path() / "a"));
+  EXPECT_EQ(disk_only.find(key_of("stale-record")), "record:fresh");
+}
+
 // ---- a fleet ---------------------------------------------------------------------------------
 
 struct FleetRun {

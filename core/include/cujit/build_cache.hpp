@@ -315,6 +315,12 @@ class BuildCache {
   /// checksum over a record it does not understand), so that the next lookup, on any
   /// machine, misses and rebuilds.
   void drop(const CacheKey& key, std::string why);
+  /// drop() and then build() in `key`'s flight (one build per key, across processes and
+  /// machines), stored in every tier over what was there: for a caller that found a
+  /// payload it cannot decode and builds it again. Counted as a miss and a build, so a
+  /// repair never shows as a hit with no build.
+  std::string rebuild(const CacheKey& key, std::string why, const std::function<std::string()>& build,
+                      CacheSource* source = nullptr);
   /// Empties the memory and disk tiers (and sweeps stale temporary files and unheld lock
   /// files); returns the number of disk entries removed. The remote tier, shared by a
   /// fleet, is left alone. Only files cujit wrote are removed; see warnings() for what a walk of

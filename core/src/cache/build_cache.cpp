@@ -700,6 +700,17 @@ void BuildCache::drop(const CacheKey& key, std::string why) {
   state_->add_warning("entry " + digest + " dropped: " + why);
 }
 
+std::string BuildCache::rebuild(const CacheKey& key, std::string why, const std::function<std::string()>& build,
+                                CacheSource* source) {
+  drop(key, std::move(why));
+  return run_once(key.digest(), [&](CacheSource& from) {
+    from = CacheSource::built;
+    std::string payload = build();
+    put(key, payload);
+    return payload;
+  }, source);
+}
+
 std::uint64_t BuildCache::disk_bytes() const {
   if (!state_->disk) return 0;
   const detail::WalkReport walk = state_->disk->survey();
