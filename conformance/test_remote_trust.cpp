@@ -89,7 +89,7 @@ std::optional<detail::SigningKey> load_signing(const fs::path& path) {
 
 // ---- the signature itself (no Redis) --------------------------------------------------------
 
-TEST(RemoteSignature, EveryChangeToASignedValueIsRefused) {
+TEST(HostileRemoteSignature, EveryChangeToASignedValueIsRefused) {
   // The class of edits: every single-bit flip of a signed value (envelope, signature,
   // entry header, key, checksum, payload), cuts at every length, and bytes appended.
   const auto signer = load_signing(test::fleet_signing_key().private_key);
@@ -124,7 +124,7 @@ TEST(RemoteSignature, EveryChangeToASignedValueIsRefused) {
   }
 }
 
-TEST(RemoteSignature, KeyFilesThatAreNotEd25519PemAreRefused) {
+TEST(HostileRemoteSignature, KeyFilesThatAreNotEd25519PemAreRefused) {
   test::TempDir temp;
   const test::SigningKeyFiles ed = test::make_signing_key(temp.path(), "ed");
   // An EC key: a real key of another kind.
@@ -203,9 +203,9 @@ std::string donor_entry(const test::RedisServer& server) {
   return std::string(detail::unchecked_entry(donor_value(server)));
 }
 
-class ForgedRemoteValue : public ::testing::TestWithParam<Attack> {};
+class HostileForgedRemoteValue : public ::testing::TestWithParam<Attack> {};
 
-TEST_P(ForgedRemoteValue, IsRefusedCountedAndNeverWrittenToDisk) {
+TEST_P(HostileForgedRemoteValue, IsRefusedCountedAndNeverWrittenToDisk) {
   test::RedisServer server;
   CUJIT_REQUIRE_REDIS(server);
   test::TempDir temp;
@@ -252,7 +252,7 @@ TEST_P(ForgedRemoteValue, IsRefusedCountedAndNeverWrittenToDisk) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Attacks, ForgedRemoteValue,
+    Attacks, HostileForgedRemoteValue,
     ::testing::Values(
         // The attack of issue 31: another kernel's result under the victim's key, its
         // checksum recomputed (a sound entry for the victim's key), no signature.
