@@ -72,6 +72,10 @@ nlohmann::json stats_json(BuildCache& cache, const CacheCounters& counters) {
           {"stores", counters.stores},
           {"evictions", counters.evictions},
           {"corrupt_entries", counters.corrupt_entries},
+          {"remote_unverified", counters.remote_unverified},
+          {"remote_waits", counters.remote_waits},
+          {"remote_lock_timeouts", counters.remote_lock_timeouts},
+          {"remote_errors", counters.remote_errors},
           {"zeroed_at", counters.zeroed_at != 0 ? nlohmann::json(counters.zeroed_at) : nlohmann::json()},
           {"remote", remote_json(cache)},
           {"warnings", warnings}};
@@ -95,7 +99,8 @@ void print_stats(const nlohmann::json& stats) {
             << percent(stats["hit_rate"].get<double>()) << ")\n"
             << "stores:          " << stats["stores"].get<std::uint64_t>() << ", evictions "
             << stats["evictions"].get<std::uint64_t>() << ", unsound entries dropped "
-            << stats["corrupt_entries"].get<std::uint64_t>() << "\n"
+            << stats["corrupt_entries"].get<std::uint64_t>() << ", remote values refused (no trusted signature) "
+            << stats["remote_unverified"].get<std::uint64_t>() << "\n"
             << "entries:         " << stats["entries"].get<std::uint64_t>() << ", "
             << human_bytes(stats["bytes"].get<std::uint64_t>()) << " of "
             << human_bytes(stats["max_disk_bytes"].get<std::uint64_t>()) << " (CUJIT_CACHE_MAX_BYTES)\n"
@@ -113,6 +118,9 @@ void print_stats(const nlohmann::json& stats) {
                                                   : "not reachable: " + remote["why_not_reachable"].get<std::string>())
               << "\n";
   }
+  std::cout << "fleet:           " << stats["remote_waits"].get<std::uint64_t>()
+            << " waits for another machine's build, " << stats["remote_lock_timeouts"].get<std::uint64_t>()
+            << " gave up (lock timeout), " << stats["remote_errors"].get<std::uint64_t>() << " Redis errors\n";
   for (const auto& warning : stats["warnings"]) std::cout << "warning: " << warning.get<std::string>() << "\n";
 }
 

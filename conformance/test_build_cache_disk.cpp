@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -255,20 +256,149 @@ TEST_F(HostileDiskCache, AHeaderClaimingAHugePayloadIsNeverBelieved) {
   EXPECT_TRUE(has_warning(cache, "header says 4611686018427387904"));
 }
 
-TEST_F(HostileDiskCache, AnEntryLargerThanTheCapIsDroppedUnread) {
+// Processes sharing a directory may set different caps (CUJIT_CACHE_MAX_BYTES): one with a
+// smaller cap reads no entry above it, and neither removes it nor counts it corrupt; the
+// process that wrote it still hits it. Entries of sizes around the small cap.
+TEST_F(HostileDiskCache, AnEntryLargerThanThisProcessesCapIsLeftAloneNotCountedCorrupt) {
+  constexpr std::uint64_t small_cap = 5000;
+  const std::vector<std::size_t> sizes{100, 4000, small_cap - entry_overhead, small_cap - entry_overhead + 1, 6000,
+                                       50000};
+  const auto name_of = [](std::size_t size) { return "sized-" + std::to_string(size); };
   {
     BuildCache big(config());
-    (void)big.get_or_build(key_of("big"), constant(std::string(10000, 'b')));
+    for (std::size_t size : sizes) (void)big.get_or_build(key_of(name_of(size)), constant(std::string(size, 'b')));
   }
   CacheConfig small = config();
-  small.max_disk_bytes = 5000;
+  small.max_disk_bytes = small_cap;
   BuildCache cache(small);
-  CacheSource source{};
-  EXPECT_EQ(cache.get_or_build(key_of("big"), constant(std::string(10000, 'b')), &source), std::string(10000, 'b'));
-  EXPECT_EQ(source, CacheSource::built);
-  EXPECT_TRUE(has_warning(cache, "larger than the cache's cap"));
-  EXPECT_FALSE(fs::exists(entry_of("big")));  // and not written again: larger than the cap
+  std::uint64_t above = 0;
+  for (std::size_t size : sizes) {
+    const bool fits = size + entry_overhead <= small_cap;
+    above += !fits;
+    CacheSource source{};
+    const auto found = cache.find(key_of(name_of(size)), &source);
+    EXPECT_EQ(found.has_value(), fits) << size;
+    if (found) {
+      EXPECT_EQ(*found, std::string(size, 'b')) << size;
+    }
+  }
+  const CacheStats stats = cache.stats();
+  EXPECT_EQ(stats.corrupt_entries, 0u);
+  EXPECT_EQ(stats.disk_entries_skipped, above);
+  EXPECT_TRUE(has_warning(cache, "larger than this process's cap"));
+  for (std::size_t size : sizes) EXPECT_TRUE(fs::exists(entry_of(name_of(size)))) << size;
+  // A build in the small process of an entry above its cap is not written (refused) and
+  // leaves the other's entry alone.
+  EXPECT_EQ(cache.get_or_build(key_of(name_of(50000)), constant(std::string(50000, 'b'))), std::string(50000, 'b'));
   EXPECT_EQ(cache.stats().disk_cap_refusals, 1u);
+  BuildCache big(config());
+  for (std::size_t size : sizes) {
+    CacheSource source{};
+    EXPECT_EQ(big.find(key_of(name_of(size)), &source), std::string(size, 'b')) << size;
+    EXPECT_EQ(source, CacheSource::disk) << size;
+  }
+  EXPECT_EQ(big.stats().corrupt_entries, 0u);
+}
+
+// What a read may remove: only a file whose own header proves it damaged (cujit's magic and
+// format version, then a key, size or checksum that does not hold). Every other file at an
+// entry's name is a miss and stays; a build's write then replaces it by rename.
+TEST_F(HostileDiskCache, OnlyAnEntryProvedDamagedIsRemovedByARead) {
+  struct Planted {
+    std::string name;
+    std::function<std::string(const std::string& digest)> bytes;
+    bool damaged;
+    const char* warning;
+  };
+  const auto with_version = [](const std::string& digest, std::uint32_t version) {
+    std::string bytes = detail::encode_entry(digest, "payload of another format");
+    for (std::size_t i = 0; i < 4; ++i) bytes[8 + i] = static_cast<char>((version >> (8 * i)) & 0xFF);
+    return bytes;
+  };
+  std::vector<Planted> planted{
+      {"no-magic", [](const std::string&) { return std::string("user data, not an entry"); }, false, "bad magic"},
+      {"empty", [](const std::string&) { return std::string(); }, false, "bad magic"},
+      {"version-0", [&](const std::string& d) { return with_version(d, 0); }, false, "entry format version 0"},
+      {"version-2", [&](const std::string& d) { return with_version(d, 2); }, false, "entry format version 2"},
+      {"version-max", [&](const std::string& d) { return with_version(d, 0xFFFFFFFFu); }, false, "entry format version"},
+      {"checksum", [](const std::string& d) {
+         std::string bytes = detail::encode_entry(d, "payload");
+         bytes.back() ^= 1;
+         return bytes;
+       }, true, "checksum mismatch"},
+      {"another-key", [](const std::string&) { return detail::encode_entry(std::string(64, 'e'), "x"); }, true,
+       "entry of another key"},
+      {"truncated", [](const std::string& d) {
+         const std::string bytes = detail::encode_entry(d, "payload cut short");
+         return bytes.substr(0, bytes.size() - 4);
+       }, true, "header says"},
+      {"header-cut", [](const std::string& d) { return detail::encode_entry(d, "p").substr(0, 20); }, true,
+       "truncated header"},
+  };
+  for (const Planted& file : planted) {
+    fs::create_directories(fan_out_of(file.name));
+    std::ofstream(entry_of(file.name), std::ios::binary) << file.bytes(digest_of(file.name));
+  }
+  BuildCache cache(config());
+  std::uint64_t damaged = 0, skipped = 0;
+  for (const Planted& file : planted) {
+    EXPECT_FALSE(cache.find(key_of(file.name))) << file.name;
+    EXPECT_EQ(fs::exists(entry_of(file.name)), !file.damaged) << file.name;
+    EXPECT_TRUE(has_warning(cache, file.warning)) << file.name;
+    damaged += file.damaged;
+    skipped += file.name.rfind("version", 0) == 0;
+  }
+  const CacheStats stats = cache.stats();
+  EXPECT_EQ(stats.corrupt_entries, damaged + 2);  // the two without magic: not used, counted, left
+  EXPECT_EQ(stats.disk_entries_skipped, skipped);
+  // A build replaces whatever stayed.
+  for (const Planted& file : planted) {
+    EXPECT_EQ(cache.get_or_build(key_of(file.name), constant("rebuilt " + file.name)), "rebuilt " + file.name);
+  }
+  BuildCache next(config());
+  for (const Planted& file : planted) EXPECT_EQ(next.find(key_of(file.name)), "rebuilt " + file.name) << file.name;
+}
+
+// write(2) past RLIMIT_FSIZE raises SIGXFSZ, whose default action ends the process: the
+// cache turns it into a failed write (EFBIG), for entries and for the counter files, at
+// any limit and any entry size. Each case in a child process with its own limit.
+TEST_F(DiskCacheTest, AWritePastTheFileSizeLimitIsAFailedWriteNeverADeadProcess) {
+  for (const rlim_t limit : {rlim_t{0}, rlim_t{1}, rlim_t{100}, rlim_t{4096}, rlim_t{65536}}) {
+    for (const std::size_t size : {std::size_t{10}, std::size_t{3000}, std::size_t{100000}}) {
+      const fs::path directory = temp.path() / ("limit-" + std::to_string(limit) + "-" + std::to_string(size));
+      const pid_t child = ::fork();
+      ASSERT_GE(child, 0);
+      if (child == 0) {
+        ::alarm(30);
+        const rlimit file_size{limit, limit};
+        if (::setrlimit(RLIMIT_FSIZE, &file_size) != 0) ::_exit(100);
+        int code = 0;
+        try {
+          const std::string payload(size, 'p');
+          {
+            BuildCache cache(test::disk_cache_at(directory));
+            if (cache.get_or_build(key_of("limited"), constant(payload)) != payload) code |= 1;
+            const bool fits = size + entry_overhead <= limit;
+            const CacheStats stats = cache.stats();
+            if (fits && stats.disk_stores != 1) code |= 2;
+            if (!fits && (stats.disk_write_failures != 1 || !has_warning(cache, "File too large"))) code |= 4;
+            cache.flush_counters();  // a shard of a few hundred bytes: past the smaller limits too
+          }
+          if (test::count_files(directory, ".tmp") != 0) code |= 8;
+        } catch (...) {
+          code |= 16;
+        }
+        ::_exit(code);
+      }
+      int status = 0;
+      ASSERT_EQ(::waitpid(child, &status, 0), child);
+      ASSERT_FALSE(WIFSIGNALED(status)) << "limit " << limit << ", payload " << size << ": killed by signal "
+                                        << WTERMSIG(status) << " (" << SIGXFSZ << ": SIGXFSZ)";
+      EXPECT_EQ(WEXITSTATUS(status), 0) << "limit " << limit << ", payload " << size
+                                        << ": bits 1 wrong payload, 2 not stored though it fits, 4 no failed write "
+                                           "counted, 8 a temporary file left, 16 threw, 100 setrlimit failed";
+    }
+  }
 }
 
 TEST_F(HostileDiskCache, ALockFileThatIsNotARegularFileFailsTheWriteNotTheBuild) {

@@ -377,11 +377,32 @@ TEST(CacheCounters, EncodedCountersDecodeToThemselves) {
   counters.stores = 10;
   counters.evictions = 11;
   counters.corrupt_entries = 12;
+  counters.remote_unverified = 13;
+  counters.remote_waits = 14;
+  counters.remote_lock_timeouts = 15;
+  counters.remote_errors = 16;
   counters.zeroed_at = 1700000000;
   CacheCounters decoded;
   std::string problem;
   ASSERT_TRUE(detail::add_decoded_counters(detail::encode_counters(counters), decoded, problem)) << problem;
   EXPECT_EQ(detail::encode_counters(decoded), detail::encode_counters(counters));
+  EXPECT_EQ(decoded.remote_unverified, 13u);
+  EXPECT_EQ(decoded.remote_waits, 14u);
+  EXPECT_EQ(decoded.remote_lock_timeouts, 15u);
+  EXPECT_EQ(decoded.remote_errors, 16u);
+}
+
+TEST(CacheCounters, AShardOfAnOlderCujitReadsItsNewerCountersAsZero) {
+  // Written before the remote tier's trust and lock counters existed.
+  test::TempDir dir;
+  fs::create_directories(dir.path() / detail::counters_directory_name);
+  write_text(shard_path(dir.path(), 0), "cujit-counters 1\nbuilds 3\ncorrupt 2\n");
+  const CacheCounters counters = read_cache_counters(dir.path());
+  EXPECT_EQ(counters.builds, 3u);
+  EXPECT_EQ(counters.corrupt_entries, 2u);
+  EXPECT_EQ(counters.remote_unverified, 0u);
+  EXPECT_EQ(counters.remote_errors, 0u);
+  EXPECT_TRUE(counters.warnings.empty());
 }
 
 }  // namespace

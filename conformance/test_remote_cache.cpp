@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include "support/child_process.hpp"
 #include "support/fixtures.hpp"
 #include "support/redis_server.hpp"
+#include "support/signing_keys.hpp"
 
 namespace cujit {
 namespace {
@@ -52,10 +54,18 @@ std::function<std::string()> never() {
   };
 }
 
+// A trusted writer of the fleet: it signs what it stores with the suite's key and verifies
+// what it reads with that key's public half.
 CacheConfig remote_at(const fs::path& dir, const std::string& url) {
   CacheConfig config = test::disk_cache_at(dir);
   config.remote = url;
+  config.remote_signing_key = test::fleet_signing_key().private_key;
   return config;
+}
+
+// The same as a process configured from the environment.
+std::string signing_key_variable() {
+  return "CUJIT_CACHE_REMOTE_SIGNING_KEY=" + test::fleet_signing_key().private_key.string();
 }
 
 // ---- the URL ------------------------------------------------------------------------------
@@ -171,24 +181,43 @@ struct Garbage {
 
 void PrintTo(const Garbage& garbage, std::ostream* out) { *out << garbage.name; }
 
-class HostileRemoteValue : public ::testing::TestWithParam<Garbage> {};
+// Each garbage value for a reader that verifies signatures (a trusted fleet: every value
+// that is not a signed one is refused as unverified; a reply that is not a string at all is
+// unsound) and for one that opted into an unauthenticated tier (checked for damage only).
+class HostileRemoteValue : public ::testing::TestWithParam<std::tuple<Garbage, bool>> {};
 
 TEST_P(HostileRemoteValue, IsAMissCountedAndReplacedByTheBuild) {
   test::RedisServer server;
   CUJIT_REQUIRE_REDIS(server);
   test::TempDir temp;
+  const auto& [garbage, verifying] = GetParam();
   const std::string digest = key_of("victim").digest();
   const std::string value_key = detail::remote_key_prefix() + digest;
-  const std::string reply = server.command(GetParam().write(value_key, digest));
+  const std::string reply = server.command(garbage.write(value_key, digest));
   ASSERT_FALSE(reply.empty() || reply[0] == '-') << reply;
-  BuildCache cache(remote_at(temp.path() / "a", server.url()));
+  const auto config_at = [&](const fs::path& dir) {
+    CacheConfig config = remote_at(dir, server.url());
+    if (!verifying) {
+      config.remote_signing_key.clear();
+      config.remote_unauthenticated = true;
+    }
+    return config;
+  };
+  BuildCache cache(config_at(temp.path() / "a"));
   CacheSource source{};
   EXPECT_EQ(cache.get_or_build(key_of("victim"), constant("the real one"), &source), "the real one");
   EXPECT_EQ(source, CacheSource::built);
-  EXPECT_GE(cache.stats().remote_corrupt, 1u);
+  const bool unsound_reply = std::string(garbage.name) == "a_list";
+  if (verifying && !unsound_reply) {
+    EXPECT_GE(cache.stats().remote_unverified, 1u);
+    EXPECT_EQ(cache.stats().remote_corrupt, 0u);
+  } else {
+    EXPECT_GE(cache.stats().remote_corrupt, 1u);
+    EXPECT_EQ(cache.stats().remote_unverified, 0u);
+  }
   EXPECT_TRUE(has_warning(cache, "remote entry not used"));
   // The build wrote through: the next machine gets the sound entry.
-  BuildCache next(remote_at(temp.path() / "b", server.url()));
+  BuildCache next(config_at(temp.path() / "b"));
   EXPECT_EQ(next.get_or_build(key_of("victim"), never(), &source), "the real one");
   EXPECT_EQ(source, CacheSource::remote);
 }
@@ -201,7 +230,7 @@ std::string entry_with_a_flipped_payload_byte(const std::string& digest) {
 
 INSTANTIATE_TEST_SUITE_P(
     Values, HostileRemoteValue,
-    ::testing::Values(
+    ::testing::Combine(::testing::Values(
         Garbage{"text", [](const std::string& k, const std::string&) { return std::vector<std::string>{"SET", k, "garbage"}; }},
         Garbage{"empty", [](const std::string& k, const std::string&) { return std::vector<std::string>{"SET", k, ""}; }},
         Garbage{"another_keys_entry",
@@ -218,7 +247,11 @@ INSTANTIATE_TEST_SUITE_P(
                   return std::vector<std::string>{"SET", k, bytes.substr(0, bytes.size() - 3)};
                 }},
         Garbage{"a_list", [](const std::string& k, const std::string&) { return std::vector<std::string>{"RPUSH", k, "x"}; }}),
-    [](const auto& garbage) { return std::string(garbage.param.name); });
+        ::testing::Bool()),
+    [](const auto& test_case) {
+      return std::string(std::get<0>(test_case.param).name) +
+             (std::get<1>(test_case.param) ? "_verifying" : "_unauthenticated");
+    });
 
 // ---- Redis failing ---------------------------------------------------------------------------
 
@@ -329,10 +362,10 @@ TEST_F(RemoteCacheLock, IsDeletedOnlyByItsHolder) {
   EXPECT_EQ(remote.lock(flight, std::chrono::milliseconds(10000), other, problem), detail::RemoteOutcome::missing);
   // It expired and another machine took it: the first holder's release leaves it.
   ASSERT_EQ(server_.command({"SET", remote.lock_key(flight), "another machine"}), "+OK");
-  remote.unlock(flight, token);
+  EXPECT_EQ(remote.unlock(flight, token, std::chrono::steady_clock::now() + std::chrono::seconds(10)), detail::RemoteOutcome::missing);
   EXPECT_EQ(server_.command({"GET", remote.lock_key(flight)}), "another machine");
   ASSERT_EQ(server_.command({"SET", remote.lock_key(flight), token}), "+OK");
-  remote.unlock(flight, token);
+  EXPECT_EQ(remote.unlock(flight, token, std::chrono::steady_clock::now() + std::chrono::seconds(10)), detail::RemoteOutcome::done);
   EXPECT_EQ(server_.command({"EXISTS", remote.lock_key(flight)}), ":0");
 }
 
@@ -359,6 +392,162 @@ TEST_F(RemoteCacheLock, IsExtendedOnlyByItsHolder) {
   EXPECT_EQ(server_.command({"EXISTS", remote.lock_key(flight)}), ":0");
 }
 
+// ---- the lock when Redis is in trouble (issue 32) ---------------------------------------------
+
+// Waits (bounded) until `flag` is set.
+bool until_true(const std::atomic<bool>& flag) {
+  for (int i = 0; i < 4000 && !flag; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return flag;
+}
+
+// Waits (bounded) until `cache` counts a wait for another machine's build.
+bool waits_for_a_machine(const BuildCache& cache) {
+  for (int i = 0; i < 4000; ++i) {
+    if (cache.stats().remote_waits > 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// The builder's write to Redis times out (CLIENT PAUSE WRITE while it stores): its value
+// connection goes into the back-off, but its release does not wait that out, nor the
+// lock's TTL (10 minutes here): it is retried until Redis answers, and the waiter, whose
+// own bound is 30 s, takes over then instead of timing out.
+TEST(RemoteCacheFleetLock, AWriteThatTimesOutStillReleasesTheLockWhenRedisAnswers) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  CacheConfig builder_config = remote_at(temp.path() / "builder", server.url());
+  builder_config.remote_lock_ttl = std::chrono::minutes(10);
+  CacheConfig waiter_config = remote_at(temp.path() / "waiter", server.url());
+  waiter_config.remote_lock_ttl = std::chrono::minutes(10);
+  waiter_config.lock_timeout = std::chrono::seconds(30);
+  waiter_config.remote_timeout = std::chrono::milliseconds(1000);  // its polls never time out under load
+  BuildCache builder(builder_config), waiter(waiter_config);
+  std::atomic<bool> holding{false};
+  std::thread building([&] {
+    (void)builder.get_or_build(key_of("paused"), [&] {
+      holding = true;  // the builder holds the fleet lock now
+      EXPECT_TRUE(waits_for_a_machine(waiter));
+      // Writes wait 1.5 s in Redis, the builder's calls 50 ms: its SET and its first
+      // release time out.
+      EXPECT_EQ(server.command({"CLIENT", "PAUSE", "1500", "WRITE"}), "+OK");
+      return std::string("built");
+    });
+  });
+  EXPECT_TRUE(until_true(holding));
+  CacheSource source{};
+  EXPECT_EQ(waiter.get_or_build(key_of("paused"), constant("built"), &source), "built");
+  building.join();
+  EXPECT_GE(builder.stats().remote_errors, 1u);  // the write that timed out
+  EXPECT_EQ(waiter.stats().remote_lock_timeouts, 0u);
+  EXPECT_EQ(waiter.stats().remote_waits, 1u);
+  EXPECT_FALSE(has_warning(waiter, "held its lock for more than"));
+}
+
+// A Redis user without scripting (EVAL refused): the lock is still extended while the
+// build runs (so the other machine waits, one build) and released when it ends (the lock
+// key is gone at once, not at its TTL), by GET then PEXPIRE / DEL, with one warning.
+TEST(RemoteCacheFleetLock, WithoutEvalTheLockIsStillExtendedAndReleased) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  ASSERT_EQ(server.command({"ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-@scripting"}), "+OK");
+  const std::string url = "redis://noscripts:pw@127.0.0.1:" + std::to_string(server.port());
+  // Renewed every 500 ms; calls get a second, so that a loaded machine cannot miss one.
+  CacheConfig builder_config = remote_at(temp.path() / "builder", url);
+  builder_config.remote_lock_ttl = std::chrono::milliseconds(1500);
+  builder_config.remote_timeout = std::chrono::milliseconds(1000);
+  CacheConfig waiter_config = remote_at(temp.path() / "waiter", url);
+  waiter_config.lock_timeout = std::chrono::seconds(60);
+  waiter_config.remote_timeout = std::chrono::milliseconds(1000);
+  BuildCache builder(builder_config), waiter(waiter_config);
+  std::atomic<bool> holding{false};
+  const std::string lock_key = detail::remote_key_prefix() + "lock:" + key_of("long").digest();
+  std::thread building([&] {
+    (void)builder.get_or_build(key_of("long"), [&] {
+      holding = true;
+      EXPECT_TRUE(waits_for_a_machine(waiter));
+      // Three TTLs: only renewals keep the lock.
+      std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+      return std::string("built once");
+    });
+    // Released at once, not left to expire.
+    EXPECT_EQ(server.command({"EXISTS", lock_key}), ":0");
+  });
+  EXPECT_TRUE(until_true(holding));
+  CacheSource source{};
+  EXPECT_EQ(waiter.get_or_build(key_of("long"), never(), &source), "built once");
+  building.join();
+  EXPECT_EQ(source, CacheSource::remote);
+  EXPECT_EQ(builder.stats().builds + waiter.stats().builds, 1u);
+  std::size_t warned = 0;
+  for (const std::string& warning : builder.warnings()) warned += warning.find("EVAL") != std::string::npos;
+  EXPECT_EQ(warned, 1u);
+  EXPECT_TRUE(has_warning(builder, "NOPERM"));
+}
+
+// A value that verifies but that its caller cannot decode (drop()) is deleted from Redis
+// by a writer, so no other machine meets it again (the next one misses and builds); a
+// reader leaves it to a writer.
+TEST(RemoteCacheRepair, AnUndecodableValueIsDeletedByAWriterSoTheNextMachineBuildsIt) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  BuildCache(remote_at(temp.path() / "old", server.url())).put(key_of("undecodable"), "a record nobody decodes");
+  const std::string value_key = detail::remote_key_prefix() + key_of("undecodable").digest();
+  CacheConfig reader_config = test::disk_cache_at(temp.path() / "reader");
+  reader_config.remote = server.url();
+  reader_config.remote_verify_key = test::fleet_signing_key().public_key;
+  BuildCache reader(reader_config);
+  ASSERT_TRUE(reader.find(key_of("undecodable")));
+  reader.drop(key_of("undecodable"), "its record does not decode");
+  EXPECT_EQ(server.command({"EXISTS", value_key}), ":1");
+  EXPECT_EQ(reader.stats().remote_repairs, 0u);
+  BuildCache writer(remote_at(temp.path() / "writer", server.url()));
+  ASSERT_TRUE(writer.find(key_of("undecodable")));
+  const CacheStats before = writer.stats();
+  writer.drop(key_of("undecodable"), "its record does not decode");
+  EXPECT_EQ(server.command({"EXISTS", value_key}), ":0");
+  const CacheStats after = writer.stats();
+  EXPECT_EQ(after.remote_repairs, 1u);
+  EXPECT_EQ(after.corrupt_entries, before.corrupt_entries + 1);
+  // The next machine misses and builds the sound one.
+  CacheSource source{};
+  BuildCache next(remote_at(temp.path() / "next", server.url()));
+  EXPECT_EQ(next.get_or_build(key_of("undecodable"), constant("record:fresh"), &source), "record:fresh");
+  EXPECT_EQ(source, CacheSource::built);
+}
+
+// rebuild(): the caller that cannot decode what it found builds it again through the
+// cache: counted as a miss and a build (not a hit with no build), and its payload replaces
+// the bad one in every tier, Redis included, so every machine gets the sound one.
+TEST(RemoteCacheRepair, ARebuildIsCountedAsABuildAndOverwritesEveryTier) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  BuildCache(remote_at(temp.path() / "old", server.url())).put(key_of("stale-record"), "a record nobody decodes");
+  BuildCache cache(remote_at(temp.path() / "a", server.url()));
+  CacheSource source{};
+  ASSERT_EQ(cache.get_or_build(key_of("stale-record"), never(), &source), "a record nobody decodes");
+  EXPECT_EQ(source, CacheSource::remote);
+  const CacheStats before = cache.stats();
+  EXPECT_EQ(cache.rebuild(key_of("stale-record"), "its record does not decode", constant("record:fresh"), &source),
+            "record:fresh");
+  EXPECT_EQ(source, CacheSource::built);
+  const CacheStats after = cache.stats();
+  EXPECT_EQ(after.builds, before.builds + 1);
+  EXPECT_EQ(after.misses, before.misses + 1);
+  EXPECT_EQ(after.remote_repairs, 1u);
+  EXPECT_EQ(after.remote_writes, before.remote_writes + 1);
+  EXPECT_EQ(cache.get_or_build(key_of("stale-record"), never(), &source), "record:fresh");
+  BuildCache other(remote_at(temp.path() / "b", server.url()));
+  EXPECT_EQ(other.get_or_build(key_of("stale-record"), never(), &source), "record:fresh");
+  EXPECT_EQ(source, CacheSource::remote);
+  BuildCache disk_only(test::disk_cache_at(temp.path() / "a"));
+  EXPECT_EQ(disk_only.find(key_of("stale-record")), "record:fresh");
+}
+
 // ---- a fleet ---------------------------------------------------------------------------------
 
 struct FleetRun {
@@ -376,7 +565,7 @@ FleetRun run_fleet(int processes, long keys, long build_ms, const std::vector<fs
     argvs.push_back({CUJIT_FLEET_CHILD, "0", std::to_string(keys), std::to_string(build_ms)});
     environments.push_back({"CUJIT_CACHE_DIR=" + dirs[static_cast<std::size_t>(i) % dirs.size()].string(),
                             "CUJIT_CACHE_REMOTE=" + url, "CUJIT_CACHE_REMOTE_LOCK_MS=" + lock_ms,
-                            "CUJIT_CACHE_REMOTE_TIMEOUT_MS=" + timeout_ms});
+                            "CUJIT_CACHE_REMOTE_TIMEOUT_MS=" + timeout_ms, signing_key_variable()});
   }
   const auto started = std::chrono::steady_clock::now();
   const std::vector<test::ChildResult> results = test::run_children(argvs, environments);
@@ -449,7 +638,8 @@ TEST(RemoteCacheFleet, ABuilderKilledMidBuildIsTakenOverWhenItsLockExpires) {
   test::TempDir temp;
   const fs::path mark = temp.path() / "building";
   const std::vector<std::string> environment{"CUJIT_CACHE_DIR=" + (temp.path() / "a").string(),
-                                             "CUJIT_CACHE_REMOTE=" + server.url(), "CUJIT_CACHE_REMOTE_LOCK_MS=1500"};
+                                             "CUJIT_CACHE_REMOTE=" + server.url(), "CUJIT_CACHE_REMOTE_LOCK_MS=1500",
+                                             signing_key_variable()};
   test::RunningChild builder({CUJIT_FLEET_CHILD, "0", "1", "50", mark.string(), "hang"}, environment);
   for (int i = 0; i < 2000 && !fs::exists(mark); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ASSERT_TRUE(fs::exists(mark)) << "the builder never started its build";
@@ -458,7 +648,8 @@ TEST(RemoteCacheFleet, ABuilderKilledMidBuildIsTakenOverWhenItsLockExpires) {
   // Another machine (its own disk directory): the dead builder's lock stays until it expires,
   // then this one builds. Its wait is bounded by the lock's expiry, not by lock_timeout.
   const std::vector<std::string> other{"CUJIT_CACHE_DIR=" + (temp.path() / "b").string(),
-                                       "CUJIT_CACHE_REMOTE=" + server.url(), "CUJIT_CACHE_LOCK_TIMEOUT=60"};
+                                       "CUJIT_CACHE_REMOTE=" + server.url(), "CUJIT_CACHE_LOCK_TIMEOUT=60",
+                                       signing_key_variable()};
   const test::ChildResult next = test::run_children({{CUJIT_FLEET_CHILD, "0", "1", "50"}}, {other}).front();
   ASSERT_EQ(next.exit_code, 0) << next.output;
   EXPECT_NE(next.output.find("fleet builds=1 "), std::string::npos) << next.output;

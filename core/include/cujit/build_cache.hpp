@@ -67,12 +67,29 @@ struct CacheConfig {
   /// machine waits for it instead of building too, and takes over within one TTL when a
   /// builder that died lets it expire.
   std::chrono::milliseconds remote_lock_ttl{30'000};
+  /// Who the remote tier trusts (docs/fleet.md, "Trust"). A PEM file of the Ed25519 public
+  /// keys of the writers this cache trusts: a remote value is used (and copied to disk)
+  /// only when one of them signed it for its key; anything else is a miss
+  /// (stats().remote_unverified).
+  std::filesystem::path remote_verify_key;
+  /// The PEM Ed25519 private key this cache signs its remote writes with (a trusted
+  /// writer); its public key verifies reads when remote_verify_key is empty. With a verify
+  /// key and no signing key nothing is written to Redis (readers would refuse it).
+  std::filesystem::path remote_signing_key;
+  /// Without either key the remote tier is not used (a warning), unless this says to trust
+  /// whoever can write to Redis: values then are checked for damage only.
+  bool remote_unauthenticated = false;
+  /// Never write to Redis: no value, no lock (an untrusted job reading a trusted fleet's
+  /// entries). Redis refusing a write (NOPERM) switches writes off the same way.
+  bool remote_read_only = false;
 
   /// From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,
   /// else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES (byte sizes:
   /// 1073741824, 512M, 1G, 1.5G: environment::parse_byte_size), CUJIT_CACHE_LOCK_TIMEOUT (seconds), CUJIT_CACHE_REMOTE (the URL),
   /// CUJIT_CACHE_REMOTE_TIMEOUT_MS, CUJIT_CACHE_REMOTE_TTL (seconds),
-  /// CUJIT_CACHE_REMOTE_LOCK_MS. Any other value is Error(usage) naming the variable
+  /// CUJIT_CACHE_REMOTE_LOCK_MS, CUJIT_CACHE_REMOTE_VERIFY_KEY and
+  /// CUJIT_CACHE_REMOTE_SIGNING_KEY (absolute paths), CUJIT_CACHE_REMOTE_UNAUTHENTICATED and
+  /// CUJIT_CACHE_REMOTE_READONLY (flags). Any other value is Error(usage) naming the variable
   /// (cujit/environment.hpp; a URL is never echoed, it may hold a password).
   static CacheConfig from_environment();
   /// What from_environment() could not honour (no home directory: disk tier off), recorded
@@ -128,6 +145,16 @@ struct CacheStats {
   std::uint64_t remote_write_failures = 0;  ///< writes Redis refused (full under noeviction, read-only)
   std::uint64_t remote_waits = 0;           ///< builds that waited for another machine's build
   std::uint64_t remote_lock_timeouts = 0;   ///< such waits that gave up (lock_timeout) and built
+  /// Values no trusted writer signed for their key (forged, replayed under another key,
+  /// unsigned, signed by an untrusted key): misses, never used or copied to disk.
+  std::uint64_t remote_unverified = 0;
+  /// Writes Redis refused for want of permission (NOPERM): writes then stop, reads go on.
+  std::uint64_t remote_forbidden = 0;
+  /// Values found in Redis that their caller could not decode, deleted there (drop()).
+  std::uint64_t remote_repairs = 0;
+  /// Disk entries left alone because this process cannot use them though nothing shows
+  /// them damaged (larger than its max_disk_bytes, another entry format version): misses.
+  std::uint64_t disk_entries_skipped = 0;
 };
 
 /// One tier's lookups, as counted across every process using a cache directory.
@@ -155,6 +182,11 @@ struct CacheCounters {
   std::uint64_t stores = 0;           ///< entries written to the disk tier
   std::uint64_t evictions = 0;        ///< disk entries evicted to keep the size cap
   std::uint64_t corrupt_entries = 0;  ///< unsound entries dropped (then rebuilt)
+  /// Remote values refused because no trusted writer signed them (CacheStats::remote_unverified).
+  std::uint64_t remote_unverified = 0;
+  std::uint64_t remote_waits = 0;          ///< builds that waited for another machine's (its fleet lock)
+  std::uint64_t remote_lock_timeouts = 0;  ///< such waits that gave up (lock_timeout) and built
+  std::uint64_t remote_errors = 0;         ///< Redis calls that failed (down, timed out, refused)
   /// The disk tier now (a walk of the directory at read time, not a counter).
   std::uint64_t entries = 0;
   std::uint64_t bytes = 0;  ///< entries and temporary files on disk now
@@ -277,10 +309,18 @@ class BuildCache {
   std::uint64_t disk_bytes() const;
   /// Records that a result was built but could not be stored (a warning and a count).
   void note_not_stored(std::string why);
-  /// Removes `key` from both tiers, counts it in corrupt_entries and records a warning with
-  /// `why`: for a payload its caller found but cannot decode (a sound checksum over a record
-  /// it does not understand), so that the next lookup misses and rebuilds.
+  /// Removes `key` from the memory and disk tiers and, when this cache writes to it, from
+  /// Redis (stats().remote_repairs), counts it in corrupt_entries, and records
+  /// a warning with `why`: for a payload its caller found but cannot decode (a sound
+  /// checksum over a record it does not understand), so that the next lookup, on any
+  /// machine, misses and rebuilds.
   void drop(const CacheKey& key, std::string why);
+  /// drop() and then build() in `key`'s flight (one build per key, across processes and
+  /// machines), stored in every tier over what was there: for a caller that found a
+  /// payload it cannot decode and builds it again. Counted as a miss and a build, so a
+  /// repair never shows as a hit with no build.
+  std::string rebuild(const CacheKey& key, std::string why, const std::function<std::string()>& build,
+                      CacheSource* source = nullptr);
   /// Empties the memory and disk tiers (and sweeps stale temporary files and unheld lock
   /// files); returns the number of disk entries removed. The remote tier, shared by a
   /// fleet, is left alone. Only files cujit wrote are removed; see warnings() for what a walk of

@@ -11,7 +11,9 @@
 //   CUJIT_NVRTC_LIBRARY absolute path   the libnvrtc file loaded on first use
 //   CUJIT_NVJITLINK_LIBRARY absolute path   the libnvJitLink file loaded on first use
 //   CUJIT_CACHE_REMOTE redis://...   the Redis tier (CUJIT_CACHE_REMOTE_TIMEOUT_MS,
-//                      CUJIT_CACHE_REMOTE_LOCK_MS, CUJIT_CACHE_REMOTE_TTL)
+//                      CUJIT_CACHE_REMOTE_LOCK_MS, CUJIT_CACHE_REMOTE_TTL; who is trusted:
+//                      CUJIT_CACHE_REMOTE_VERIFY_KEY, CUJIT_CACHE_REMOTE_SIGNING_KEY paths,
+//                      CUJIT_CACHE_REMOTE_UNAUTHENTICATED, CUJIT_CACHE_REMOTE_READONLY flags)
 //   CUJIT_CACHE_LOCK_TIMEOUT seconds   waiting on another process's build of one key
 //   CUJIT_REQUIRE_GPU  flag    GPU tests fail instead of skipping without a device
 //   CUJIT_CAPTURE_DIR  path    failing links and builds write scenario files there

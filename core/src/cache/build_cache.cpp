@@ -1,5 +1,6 @@
 #include "cujit/build_cache.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,45 @@ std::chrono::milliseconds milliseconds_from(const char* name, std::chrono::milli
                                             std::uint64_t unit_ms) {
   const std::uint64_t value = environment::count(name, static_cast<std::uint64_t>(fallback.count()) / unit_ms);
   return std::chrono::milliseconds(std::min(value, longest_setting_ms / unit_ms) * unit_ms);
+}
+
+// Whom the remote tier trusts and whether this cache writes to it, from the configuration;
+// null with why in `problem` when the tier must not be used (a key that cannot be loaded,
+// or no key and no opt-in to an unauthenticated tier: fail closed). A usable trust may
+// come with a note in `problem` (a signing key the verify keys do not hold).
+std::shared_ptr<const detail::RemoteTrust> remote_trust(const CacheConfig& config, std::string& problem) {
+  auto trust = std::make_shared<detail::RemoteTrust>();
+  trust->read_only = config.remote_read_only;
+  if (!config.remote_signing_key.empty()) {
+    trust->signer = detail::SigningKey::load(config.remote_signing_key, problem);
+    if (!trust->signer) return nullptr;
+  }
+  if (!config.remote_verify_key.empty()) {
+    trust->verifier = detail::VerifyKeys::load(config.remote_verify_key, problem);
+    if (!trust->verifier) return nullptr;
+  } else if (trust->signer) {
+    trust->verifier = trust->signer->public_key();  // a writer trusts what it signs
+  } else if (!config.remote_unauthenticated) {
+    problem = "no CUJIT_CACHE_REMOTE_VERIFY_KEY (the public keys of the trusted writers) nor "
+              "CUJIT_CACHE_REMOTE_SIGNING_KEY: anyone who can write to Redis could choose the code this process "
+              "runs. Configure the keys (docs/fleet.md), or set CUJIT_CACHE_REMOTE_UNAUTHENTICATED=1 to trust "
+              "every writer";
+    return nullptr;
+  }
+  problem.clear();
+  if (trust->signer && !trust->signer->trusted_by(*trust->verifier)) {
+    problem = "the signing key's public key is not among CUJIT_CACHE_REMOTE_VERIFY_KEY's: readers that trust "
+              "those keys refuse what this process writes";
+  }
+  struct stat key_file {};
+  if (trust->signer && ::stat(config.remote_signing_key.c_str(), &key_file) == 0 &&
+      (key_file.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    // Used all the same (a CI secret written with the default umask), but said: whoever
+    // reads it can write entries every machine trusts.
+    problem += std::string(problem.empty() ? "" : "; ") + "the signing key '" + config.remote_signing_key.string() +
+               "' is readable by group or others: whoever can read it is a trusted writer (chmod 600 it)";
+  }
+  return trust;
 }
 
 }  // namespace
@@ -95,6 +135,10 @@ CacheConfig CacheConfig::from_environment() {
   config.remote_ttl = std::chrono::duration_cast<std::chrono::seconds>(
       milliseconds_from("CUJIT_CACHE_REMOTE_TTL", config.remote_ttl, 1000));
   config.remote_lock_ttl = milliseconds_from("CUJIT_CACHE_REMOTE_LOCK_MS", config.remote_lock_ttl, 1);
+  if (auto path = environment::absolute_path("CUJIT_CACHE_REMOTE_VERIFY_KEY")) config.remote_verify_key = *path;
+  if (auto path = environment::absolute_path("CUJIT_CACHE_REMOTE_SIGNING_KEY")) config.remote_signing_key = *path;
+  config.remote_unauthenticated = environment::flag("CUJIT_CACHE_REMOTE_UNAUTHENTICATED", false);
+  config.remote_read_only = environment::flag("CUJIT_CACHE_REMOTE_READONLY", false);
   return config;
 }
 
@@ -120,6 +164,18 @@ struct BuildCache::State {
   std::uint64_t unflushed_events = 0;  // slow-path events since the last flush, under `mutex`
   std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();  // under `mutex`
   bool flush_warned = false;  // one warning for failing flushes, not one per flush
+  bool unverified_warned = false;  // one warning for remote values refused, then counts only
+  bool scripts_warned = false;     // one warning when Redis refused EVAL (the fleet lock's fallback)
+
+  // Says once that Redis refused the fleet lock's scripts (RemoteCache::script_refusal).
+  void note_scripts() {
+    if (!remote || !remote->scripts_refused()) return;
+    const std::string why = remote->script_refusal();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (std::exchange(scripts_warned, true)) return;
+    add_warning("remote tier: " + why + "; the fleet lock is released and extended with GET then DEL / PEXPIRE "
+                "instead (not atomic: a lock that expires in between may be acted on, a duplicate build at worst)");
+  }
 
   // Counts a slow-path event; whether it is time to flush the counters (flush_counters,
   // called without `mutex`). Callers hold `mutex`.
@@ -168,6 +224,20 @@ struct BuildCache::State {
         ++stats.remote_corrupt;
         add_warning("remote entry not used: " + problem);
         break;
+      case detail::RemoteOutcome::unverified:
+        // Warned once: a forger can fill Redis with values, and the warnings would crowd out
+        // every other one. Each is counted.
+        ++stats.remote_unverified;
+        if (!std::exchange(unverified_warned, true)) {
+          add_warning("remote entry not used: " + problem +
+                      " (a miss; further values that fail verification are only counted: remote_unverified)");
+        }
+        break;
+      case detail::RemoteOutcome::forbidden:
+        ++stats.remote_forbidden;
+        add_warning("remote tier: " + problem);
+        break;
+      case detail::RemoteOutcome::read_only: break;
       case detail::RemoteOutcome::refused:
         ++stats.remote_write_failures;
         add_warning("remote tier: " + problem);
@@ -213,6 +283,17 @@ struct BuildCache::State {
       if (outcome == detail::RemoteOutcome::done) {
         return detail::FleetLock(&*remote, flight, token, config.remote_lock_ttl, config.lock_timeout);
       }
+      if (outcome == detail::RemoteOutcome::read_only || outcome == detail::RemoteOutcome::forbidden) {
+        // A client that does not write waits for a writer's build of the key, if one is
+        // running, and never takes the lock itself.
+        if (outcome == detail::RemoteOutcome::forbidden) {
+          std::lock_guard<std::mutex> lock(mutex);
+          note_remote(outcome, problem, BuildCache::Count::nothing);
+        }
+        outcome = remote->locked(flight, problem);
+        if (outcome == detail::RemoteOutcome::missing) return {};
+        if (outcome == detail::RemoteOutcome::done) outcome = detail::RemoteOutcome::missing;
+      }
       if (outcome == detail::RemoteOutcome::missing && !waited) {
         waited = true;
         std::lock_guard<std::mutex> lock(mutex);
@@ -229,6 +310,7 @@ struct BuildCache::State {
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, longest_remote_poll);
         outcome = remote->locked(flight, problem);
+        if (outcome == detail::RemoteOutcome::missing && !remote->writes()) return {};  // its entry is in, or never comes
         if (outcome == detail::RemoteOutcome::missing) break;  // released or expired: try to take it
         if (outcome == detail::RemoteOutcome::done) outcome = detail::RemoteOutcome::missing;
       }
@@ -295,12 +377,16 @@ BuildCache::BuildCache(CacheConfig config) : config_(std::move(config)), state_(
       warn("remote tier not used: CUJIT_CACHE_REMOTE is set, but this cujit was built without hiredis");
     } else if (!url) {
       warn("remote tier not used: " + problem);
-    } else {
+    } else if (auto trust = remote_trust(config_, problem)) {
       detail::RemoteSettings settings{*url};
       settings.timeout = config_.remote_timeout;
       settings.backoff = config_.remote_backoff;
       settings.ttl = config_.remote_ttl;
+      settings.trust = std::move(trust);
       state_->remote.emplace(std::move(settings));
+      if (!problem.empty()) warn("remote tier: " + problem);
+    } else {
+      warn("remote tier not used: " + problem);
     }
   }
 }
@@ -321,6 +407,10 @@ void BuildCache::flush_counters() noexcept {
     counted.stores = now.disk_stores;
     counted.evictions = now.disk_evictions;
     counted.corrupt_entries = now.corrupt_entries;
+    counted.remote_unverified = now.remote_unverified;
+    counted.remote_waits = now.remote_waits;
+    counted.remote_lock_timeouts = now.remote_lock_timeouts;
+    counted.remote_errors = now.remote_errors;
     bool any = false;
     const CacheCounters delta = detail::counters_since(counted, state_->flushed, any);
     {
@@ -422,6 +512,10 @@ std::optional<std::string> BuildCache::find_on_disk(const std::string& digest, C
       ++state_->stats.disk_read_failures;
       state_->add_warning("disk entry " + digest + " not read: " + problem);
       break;
+    case detail::ReadOutcome::skipped:
+      ++state_->stats.disk_entries_skipped;
+      state_->add_warning("disk entry " + digest + " not used: " + problem);
+      break;
   }
   const bool flush = state_->note_event();
   if (outcome != detail::ReadOutcome::hit) {
@@ -521,6 +615,7 @@ std::string BuildCache::run_once(const std::string& flight, const Work& work, Ca
       const detail::FleetLock fleet_lock = state_->lock_across_machines(flight, config_);
       payload = work(from);
     }
+    state_->note_scripts();
     count_build();
     land();
     promise.set_value(payload);
@@ -590,10 +685,30 @@ void BuildCache::drop(const CacheKey& key, std::string why) {
   if (config_.mode == CacheMode::off) return;
   const std::string digest = key.digest();
   if (state_->disk) state_->disk->remove(digest);
+  // The remote copy too, when this client writes: otherwise every process of every
+  // machine would find it again and fail to decode it. A reader leaves it to a writer.
+  std::string problem;
+  const detail::RemoteOutcome removed =
+      state_->remote ? state_->remote->remove(digest, problem) : detail::RemoteOutcome::missing;
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->forget(digest);
   ++state_->stats.corrupt_entries;
+  if (removed == detail::RemoteOutcome::done) ++state_->stats.remote_repairs;
+  if (removed != detail::RemoteOutcome::done && removed != detail::RemoteOutcome::missing) {
+    state_->note_remote(removed, problem, Count::nothing);
+  }
   state_->add_warning("entry " + digest + " dropped: " + why);
+}
+
+std::string BuildCache::rebuild(const CacheKey& key, std::string why, const std::function<std::string()>& build,
+                                CacheSource* source) {
+  drop(key, std::move(why));
+  return run_once(key.digest(), [&](CacheSource& from) {
+    from = CacheSource::built;
+    std::string payload = build();
+    put(key, payload);
+    return payload;
+  }, source);
 }
 
 std::uint64_t BuildCache::disk_bytes() const {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "cache/blocked_signal.hpp"
 #include "cache/disk_cache.hpp"
 #include "cujit/error.hpp"
 #include "support/file_io.hpp"
@@ -25,17 +26,19 @@ namespace {
 
 constexpr std::string_view counters_header = "cujit-counters 1\n";
 constexpr std::string_view zeroed_name = "zeroed";
-constexpr std::size_t counter_count = 12;
+constexpr std::size_t counter_count = 16;
 constexpr std::array<std::string_view, counter_count> counter_names = {
-    "memo.hits",   "memo.misses",   "memory.hits", "memory.misses", "disk.hits", "disk.misses",
-    "remote.hits", "remote.misses", "builds",      "stores",        "evictions", "corrupt"};
+    "memo.hits",   "memo.misses",   "memory.hits", "memory.misses", "disk.hits",        "disk.misses",
+    "remote.hits", "remote.misses", "builds",      "stores",        "evictions",        "corrupt",
+    "remote.unverified", "remote.waits", "remote.lock_timeouts", "remote.errors"};
 // A holder writes one small file: a lock held longer belongs to a stopped process, and the
 // counts wait for the next batch rather than delay an exit.
 constexpr std::chrono::milliseconds shard_lock_wait{2000};
 
 std::array<std::uint64_t*, counter_count> fields_of(CacheCounters& c) {
   return {&c.memo.hits,   &c.memo.misses,   &c.memory.hits, &c.memory.misses, &c.disk.hits, &c.disk.misses,
-          &c.remote.hits, &c.remote.misses, &c.builds,      &c.stores,        &c.evictions, &c.corrupt_entries};
+          &c.remote.hits, &c.remote.misses, &c.builds,      &c.stores,        &c.evictions, &c.corrupt_entries,
+          &c.remote_unverified, &c.remote_waits, &c.remote_lock_timeouts, &c.remote_errors};
 }
 
 constexpr int open_directory = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
@@ -186,6 +189,8 @@ Fd lock_shard(int dir, const fs::path& where, const std::string& name, std::stri
 // old contents (a damaged file) are cut off after. No fsync: counters are not worth a disk
 // flush per process; after a power loss a shard may read as damaged and start over.
 std::string write_shard(int fd, const fs::path& path, const std::string& text) {
+  // Past RLIMIT_FSIZE a write raises SIGXFSZ, which would end the process: EFBIG instead.
+  const BlockedSignal file_size_limit(SIGXFSZ);
   const ssize_t written = ::pwrite(fd, text.data(), text.size(), 0);
   if (written != static_cast<ssize_t>(text.size())) {
     return "writing " + quoted(path) + " failed: " + (written < 0 ? errno_text() : std::string("short write"));

@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "cache/blocked_signal.hpp"
 #include "cache/key_lock.hpp"
 #include "cujit/cache_key.hpp"
 
@@ -112,22 +113,32 @@ void fsync_directory(const fs::path& directory) {
   if (fd) ::fsync(fd.get());
 }
 
+// What a file at an entry's name is, as far as its bytes prove it.
+enum class EntryVerdict {
+  sound,
+  not_cujits,     // no entry magic: not a file cujit wrote, so never removed by it
+  other_version,  // cujit's entry of another format version: sound for another cujit
+  damaged,        // cujit's header of this format, inconsistent with the key or its bytes
+};
+
 struct HeaderCheck {
   std::string problem;  // empty when the header is sound for the key
   std::size_t size = 0;
   std::uint64_t payload_size = 0;
+  EntryVerdict verdict = EntryVerdict::damaged;
 };
 
 // The header at the start of `bytes` (which may hold more), checked against `key`.
 HeaderCheck check_header(const std::string& key, std::string_view bytes) {
   if (bytes.size() < sizeof entry_magic || std::memcmp(bytes.data(), entry_magic, sizeof entry_magic) != 0) {
-    return {"not a cujit cache entry (bad magic)"};
+    return {"not a cujit cache entry (bad magic)", 0, 0, EntryVerdict::not_cujits};
   }
   std::size_t at = sizeof entry_magic;
   const auto version = read_le<std::uint32_t>(bytes, at);
   if (!version) return {"truncated header"};
   if (*version != entry_format_version) {
-    return {"entry format version " + std::to_string(*version) + ", expected " + std::to_string(entry_format_version)};
+    return {"entry format version " + std::to_string(*version) + ", expected " + std::to_string(entry_format_version), 0,
+            0, EntryVerdict::other_version};
   }
   const auto key_size = read_le<std::uint32_t>(bytes, at);
   if (!key_size) return {"truncated header"};
@@ -137,7 +148,7 @@ HeaderCheck check_header(const std::string& key, std::string_view bytes) {
   at += *key_size;
   const auto payload_size = read_le<std::uint64_t>(bytes, at);
   if (!payload_size || bytes.size() - at < checksum_size) return {"truncated header"};
-  return {{}, at + checksum_size, *payload_size};
+  return {{}, at + checksum_size, *payload_size, EntryVerdict::sound};
 }
 
 // Whether the open file starts as cujit writes an entry for `key`: the magic and, in this
@@ -159,8 +170,10 @@ bool has_entry_header(int fd, const std::string& key) {
 
 // Why `bytes` is not a sound entry for `key` (the header, the length it gives and the
 // payload's checksum), or empty with `payload_at` where its payload starts.
-std::string entry_problem(const std::string& key, std::string_view bytes, std::size_t& payload_at) {
+std::string entry_problem(const std::string& key, std::string_view bytes, std::size_t& payload_at,
+                          EntryVerdict* verdict = nullptr) {
   const HeaderCheck header = check_header(key, bytes);
+  if (verdict != nullptr) *verdict = header.verdict == EntryVerdict::sound ? EntryVerdict::damaged : header.verdict;
   if (!header.problem.empty()) return header.problem;
   if (bytes.size() - header.size != header.payload_size) {
     return "payload of " + std::to_string(bytes.size() - header.size) + " bytes, header says " +
@@ -170,6 +183,7 @@ std::string entry_problem(const std::string& key, std::string_view bytes, std::s
     return "payload checksum mismatch";
   }
   payload_at = header.size;
+  if (verdict != nullptr) *verdict = EntryVerdict::sound;
   return {};
 }
 
@@ -508,8 +522,11 @@ ReadOutcome DiskCache::read(const std::string& key, std::string& payload, std::s
   };
   const auto size = static_cast<std::uint64_t>(info.st_size);
   if (size > max_bytes_) {
-    return corrupt("entry of " + std::to_string(size) + " bytes, larger than the cache's cap of " +
-                   std::to_string(max_bytes_) + " bytes");
+    // Not read (this process reads no more than its cap), and not removed: another process
+    // with a larger CUJIT_CACHE_MAX_BYTES wrote it and uses it; nothing shows it damaged.
+    problem = quoted(path) + ": an entry of " + std::to_string(size) + " bytes, larger than this process's cap of " +
+              std::to_string(max_bytes_) + " bytes (CUJIT_CACHE_MAX_BYTES): left alone, a miss";
+    return ReadOutcome::skipped;
   }
   // The whole entry with one read into a string sized once (the size is bounded by the
   // cap above and must be what the header gives): a lookup is one open, one fstat, one
@@ -526,7 +543,24 @@ ReadOutcome DiskCache::read(const std::string& key, std::string& payload, std::s
   }
   if (*got != bytes.size()) return corrupt("shorter than its size while read");
   std::size_t payload_at = 0;
-  if (const std::string why = entry_problem(key, bytes, payload_at); !why.empty()) return corrupt(why);
+  EntryVerdict verdict = EntryVerdict::sound;
+  if (const std::string why = entry_problem(key, bytes, payload_at, &verdict); !why.empty()) {
+    // Removed only when its own header proves it damaged: cujit's, of this format, and
+    // inconsistent. A file without cujit's magic is not cujit's to remove; an entry of
+    // another format version is another cujit's. Either is a miss, and a build's write
+    // (a rename) replaces it.
+    switch (verdict) {
+      case EntryVerdict::not_cujits:
+        problem = quoted(path) + ": " + why + ", not an entry cujit wrote: left alone";
+        return ReadOutcome::foreign;
+      case EntryVerdict::other_version:
+        problem = quoted(path) + ": " + why + " (another cujit's): left alone, a miss";
+        return ReadOutcome::skipped;
+      case EntryVerdict::sound:
+      case EntryVerdict::damaged: break;
+    }
+    return corrupt(why);
+  }
   bytes.erase(0, payload_at);
   payload = std::move(bytes);
   // The LRU clock, moved only when it is a grain behind (or ahead, a clock set back): a hit
@@ -613,6 +647,8 @@ DiskCacheResult DiskCache::write(const std::string& key, const std::string& payl
   const Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return fail("cannot create " + quoted(temp) + ": " + errno_text());
   std::string write_error;
+  // An entry past RLIMIT_FSIZE is a failed write (EFBIG), never SIGXFSZ ending the process.
+  const BlockedSignal file_size_limit(SIGXFSZ);
   // Half, then the rest: a writer that dies in between leaves only a temporary file.
   const std::string_view all(bytes);
   for (const std::string_view part : {all.substr(0, all.size() / 2), all.substr(all.size() / 2)}) {

@@ -66,8 +66,11 @@ enum class ReadOutcome {
   hit,
   missing,
   corrupt,     // a file cujit wrote that is not a sound entry for the key: removed
-  foreign,     // not a regular file (FIFO, directory, symbolic link...): left alone
+  foreign,     // not a regular file (FIFO, directory, symbolic link...), or not cujit's: left alone
   unreadable,  // an error opening or reading it
+  // cujit's, not damaged as far as its bytes show, but not for this process: larger than
+  // its cap (not read), another entry format version. Left alone; a miss.
+  skipped,
 };
 
 // What a walk of the cache directory did and met.
@@ -101,7 +104,8 @@ class DiskCache {
 
   std::filesystem::path entry_path(const std::string& key) const;
   // A hit refreshes the entry's modification time (the LRU clock) when it is lru_grain() or
-  // more behind. A corrupt entry is removed and reported as such.
+  // more behind. An entry is removed only when its own header proves it damaged (cujit's
+  // magic and format, and a key, size or checksum that does not hold): `corrupt`.
   ReadOutcome read(const std::string& key, std::string& payload, std::string& problem) const;
   // Writes the entry under the directory's write lock, after making room for it: the total
   // of entries and temporary files never exceeds the cap. Least recently used entries go

@@ -21,7 +21,8 @@ struct FleetLock::Held {
         flight(std::move(flight_name)),
         token(std::move(holder)),
         ttl(lifetime),
-        renew_until(std::chrono::steady_clock::now() + renew_for) {
+        renew_until(std::chrono::steady_clock::now() + renew_for),
+        expires(std::chrono::steady_clock::now() + lifetime) {
     try {
       renewer = std::thread([this] { renew_until_done(); });
     } catch (...) {
@@ -36,7 +37,13 @@ struct FleetLock::Held {
     }
     wake.notify_one();
     if (renewer.joinable()) renewer.join();
-    remote->unlock(flight, token);
+    // Through the lock's own connection, whatever happened to the entry's write; retried
+    // in the background until the lock would have expired when Redis does not answer now.
+    try {
+      (void)remote->unlock(flight, token, expires);
+    } catch (...) {
+      // Out of memory: the lock expires on its own (its TTL bounds it).
+    }
   }
 
   Held(const Held&) = delete;
@@ -52,6 +59,7 @@ struct FleetLock::Held {
       if (std::chrono::steady_clock::now() >= renew_until) return;
       lock.unlock();
       RemoteOutcome outcome = RemoteOutcome::unavailable;
+      const auto asked = std::chrono::steady_clock::now();
       try {
         std::string problem;
         outcome = remote->renew(flight, token, ttl, problem);
@@ -59,6 +67,7 @@ struct FleetLock::Held {
         // Out of memory building the command: try again next period, as after a timeout.
       }
       lock.lock();
+      if (outcome == RemoteOutcome::done) expires = asked + ttl;  // at least this long from now
       if (outcome == RemoteOutcome::missing) return;  // expired, maybe taken: not ours to extend
     }
   }
@@ -67,6 +76,8 @@ struct FleetLock::Held {
   const std::string flight, token;
   const std::chrono::milliseconds ttl;
   const std::chrono::steady_clock::time_point renew_until;
+  // When the lock expires at the latest, as its last renewal set it (under `mutex`).
+  std::chrono::steady_clock::time_point expires;
   std::mutex mutex;
   std::condition_variable wake;
   bool done = false;

@@ -16,7 +16,10 @@ namespace cujit::detail {
 // it too, while a holder that dies (its process killed, the thread with it) still blocks
 // them for one TTL at most. A lock found gone or taken by another is left alone; a Redis
 // that cannot be reached is asked again next period (RemoteCache::renew), the TTL bounding
-// the lock meanwhile.
+// the lock meanwhile. The release goes through the lock's own connection whatever the
+// entry's write did (a write that timed out puts the value connection in its back-off, not
+// the release), and one Redis does not answer now is retried until the lock would have
+// expired (RemoteCache::unlock): waiters go on as soon as Redis answers again.
 class FleetLock {
  public:
   FleetLock();  // holds nothing

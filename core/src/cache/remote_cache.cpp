@@ -1,6 +1,5 @@
 #include "cache/remote_cache.hpp"
 
-#include <pthread.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/blocked_signal.hpp"
 #include "cache/disk_cache.hpp"
 #include "cujit/cache_key.hpp"
 #include "support/library_identity.hpp"
@@ -22,6 +22,10 @@ namespace cujit::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// How often an unlock that failed (Redis slow, paused or unreachable) is tried again until
+// the lock would have expired anyway: waiters notice the release within about this much
+// (and their own poll) once Redis answers again.
+constexpr std::chrono::milliseconds release_retry{20};
 
 // Deletes the lock only while it holds the caller's token: a lock that expired and that
 // another machine took since is not ours to delete.
@@ -74,41 +78,19 @@ struct ContextFree {
 };
 using Context = std::unique_ptr<redisContext, ContextFree>;
 
-// Writing to a connection Redis has closed raises SIGPIPE, whose default action ends the
-// process. A library must not change the process's signal handling, so the signal is
-// blocked in this thread for the call, and one it raised is taken off the queue.
-class SigpipeBlocked {
- public:
-  SigpipeBlocked() noexcept {
-    ::sigemptyset(&pipe_);
-    ::sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    ::sigpending(&pending);
-    was_pending_ = ::sigismember(&pending, SIGPIPE) == 1;
-    ::pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
-  }
-  ~SigpipeBlocked() {
-    sigset_t pending;
-    ::sigpending(&pending);
-    if (!was_pending_ && ::sigismember(&pending, SIGPIPE) == 1) {
-      const timespec now{};
-      ::sigtimedwait(&pipe_, nullptr, &now);
-    }
-    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-  }
-  SigpipeBlocked(const SigpipeBlocked&) = delete;
-  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
-
- private:
-  sigset_t pipe_{}, previous_{};
-  bool was_pending_ = false;
-};
-
 timeval to_timeval(std::chrono::milliseconds time) {
   return timeval{static_cast<time_t>(time.count() / 1000), static_cast<suseconds_t>(time.count() % 1000 * 1000)};
 }
 
 std::string reply_text(const redisReply& reply) { return std::string(reply.str, reply.len); }
+
+bool is_noperm(const redisReply& reply) {
+  return reply.type == REDIS_REPLY_ERROR && reply_text(reply).rfind("NOPERM", 0) == 0;
+}
+
+// Whether a command writes (a value or a lock): a NOPERM answer to it means "this client
+// may not write", for its caller to handle, not "this client may not use the server".
+enum class Access { read, write };
 
 // Error replies that say this client may not use the server: the connection is no use.
 bool refuses_access(const redisReply& reply) {
@@ -143,13 +125,13 @@ struct RemoteCache::Connection {
       argv.push_back(arg.data());
       lengths.push_back(arg.size());
     }
-    const SigpipeBlocked blocked;
+    const BlockedSignal blocked(SIGPIPE);  // a closed connection: EPIPE, not a dead process
     return Reply(static_cast<redisReply*>(
         redisCommandArgv(context.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
   }
 
   RemoteOutcome connect(std::string& problem) {
-    const SigpipeBlocked blocked;
+    const BlockedSignal blocked(SIGPIPE);  // a closed connection: EPIPE, not a dead process
     context.reset(redisConnectWithTimeout(settings.url.host.c_str(), settings.url.port, to_timeval(settings.timeout)));
     if (!context) return fail("cannot allocate a connection", problem);
     if (context->err != 0) return fail("cannot connect: " + std::string(context->errstr), problem);
@@ -175,7 +157,8 @@ struct RemoteCache::Connection {
 
   // The reply to one command, connecting first if needed; null with `outcome` skipped or
   // unavailable. An error reply that refuses this client drops the connection too.
-  Reply command(const std::vector<std::string_view>& args, RemoteOutcome& outcome, std::string& problem) {
+  Reply command(const std::vector<std::string_view>& args, RemoteOutcome& outcome, std::string& problem,
+                Access access = Access::read) {
     if (!context) {
       if (Clock::now() < retry_after) {
         outcome = RemoteOutcome::skipped;
@@ -189,7 +172,7 @@ struct RemoteCache::Connection {
       outcome = fail(std::string(args.front()) + " failed: " + std::string(context->errstr), problem);
       return nullptr;
     }
-    if (reply->type == REDIS_REPLY_ERROR && refuses_access(*reply)) {
+    if (reply->type == REDIS_REPLY_ERROR && refuses_access(*reply) && !(access == Access::write && is_noperm(*reply))) {
       outcome = fail(std::string(args.front()) + " refused: " + reply_text(*reply), problem);
       return nullptr;
     }
@@ -201,9 +184,30 @@ struct RemoteCache::Connection {
 RemoteCache::RemoteCache(RemoteSettings settings)
     : settings_(std::move(settings)),
       connection_(std::make_unique<Connection>(settings_)),
-      renewal_connection_(std::make_unique<Connection>(settings_)) {}
+      lock_connection_(std::make_unique<Connection>(settings_)) {
+  writes_ = !settings_.trust || settings_.trust->writes();
+}
 
-RemoteCache::~RemoteCache() = default;
+RemoteCache::~RemoteCache() {
+  {
+    std::lock_guard<std::mutex> lock(release_mutex_);
+    stopping_ = true;  // locks not released by now expire on their own
+  }
+  release_wake_.notify_one();
+  if (releaser_.joinable()) releaser_.join();
+}
+
+RemoteOutcome RemoteCache::write_refused(const std::string& what, const std::string& reply, std::string& problem) {
+  if (reply.rfind("NOPERM", 0) == 0) {
+    // Only the first refusal says so; later writes are not tried (read_only).
+    const bool was_on = writes_.exchange(false);
+    problem = what + " refused: " + reply + ": this client may not write to " + settings_.url.redacted() +
+              "; it stops writing values and locks and goes on reading" + (was_on ? "" : " (already off)");
+    return RemoteOutcome::forbidden;
+  }
+  problem = what + " refused: " + reply;
+  return RemoteOutcome::refused;
+}
 
 RemoteOutcome RemoteCache::get(const std::string& key, std::string& payload, std::string& problem) {
   const std::lock_guard<std::mutex> lock(mutex_);
@@ -217,7 +221,20 @@ RemoteOutcome RemoteCache::get(const std::string& key, std::string& payload, std
                                                 : "a reply of type " + std::to_string(reply->type));
     return RemoteOutcome::corrupt;
   }
-  DecodedEntry entry = decode_entry(key, std::string(reply->str, reply->len));
+  const std::string_view value(reply->str, reply->len);
+  std::string_view entry_bytes = value;
+  if (settings_.trust && settings_.trust->verifier) {
+    std::string why;
+    const std::optional<std::string_view> verified = verified_entry(*settings_.trust->verifier, value_key(key), value, why);
+    if (!verified) {
+      problem = "the value of " + value_key(key) + " is not verified: " + why;
+      return RemoteOutcome::unverified;
+    }
+    entry_bytes = *verified;
+  } else {
+    entry_bytes = unchecked_entry(value);  // an unauthenticated tier, opted into
+  }
+  DecodedEntry entry = decode_entry(key, std::string(entry_bytes));
   if (!entry.payload) {
     problem = "the value of " + value_key(key) + " is not a sound entry: " + entry.problem;
     return RemoteOutcome::corrupt;
@@ -227,38 +244,64 @@ RemoteOutcome RemoteCache::get(const std::string& key, std::string& payload, std
 }
 
 RemoteOutcome RemoteCache::put(const std::string& key, const std::string& payload, std::string& problem) {
-  const std::string bytes = encode_entry(key, payload);
+  if (!writes()) return RemoteOutcome::read_only;
   const std::string name = value_key(key);
+  std::string bytes = encode_entry(key, payload);
+  if (settings_.trust && settings_.trust->signer) {
+    bytes = sign_value(*settings_.trust->signer, name, bytes);
+    if (bytes.empty()) {
+      problem = "SET " + name + " not sent: OpenSSL could not sign the value";
+      return RemoteOutcome::refused;
+    }
+  }
   const std::string ttl_ms = std::to_string(std::chrono::milliseconds(settings_.ttl).count());
   std::vector<std::string_view> args{"SET", name, bytes};
   if (settings_.ttl.count() > 0) args.insert(args.end(), {"PX", ttl_ms});
   const std::lock_guard<std::mutex> lock(mutex_);
   RemoteOutcome outcome{};
-  const Reply reply = connection_->command(args, outcome, problem);
+  const Reply reply = connection_->command(args, outcome, problem, Access::write);
   if (!reply) return outcome;
   if (reply->type == REDIS_REPLY_STATUS) return RemoteOutcome::done;
-  problem = "SET " + name + " refused: " +
-            (reply->type == REDIS_REPLY_ERROR ? reply_text(*reply) : "a reply of type " + std::to_string(reply->type));
-  return RemoteOutcome::refused;
+  return write_refused("SET " + name,
+                       reply->type == REDIS_REPLY_ERROR ? reply_text(*reply)
+                                                        : "a reply of type " + std::to_string(reply->type),
+                       problem);
+}
+
+RemoteOutcome RemoteCache::remove(const std::string& key, std::string& problem) {
+  if (!writes()) return RemoteOutcome::read_only;
+  const std::string name = value_key(key);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  RemoteOutcome outcome{};
+  const Reply reply = connection_->command({"DEL", name}, outcome, problem, Access::write);
+  if (!reply) return outcome;
+  if (reply->type == REDIS_REPLY_INTEGER) return reply->integer != 0 ? RemoteOutcome::done : RemoteOutcome::missing;
+  return write_refused("DEL " + name,
+                       reply->type == REDIS_REPLY_ERROR ? reply_text(*reply)
+                                                        : "a reply of type " + std::to_string(reply->type),
+                       problem);
 }
 
 RemoteOutcome RemoteCache::lock(const std::string& flight, std::chrono::milliseconds ttl, std::string& token,
                                 std::string& problem) {
+  if (!writes()) return RemoteOutcome::read_only;
   const std::string candidate = new_token();
   const std::string name = lock_key(flight);
   const std::string ttl_ms = std::to_string(std::max<std::chrono::milliseconds::rep>(ttl.count(), 1));
   const std::lock_guard<std::mutex> lock(mutex_);
   RemoteOutcome outcome{};
-  const Reply reply = connection_->command({"SET", name, candidate, "NX", "PX", ttl_ms}, outcome, problem);
+  const Reply reply =
+      connection_->command({"SET", name, candidate, "NX", "PX", ttl_ms}, outcome, problem, Access::write);
   if (!reply) return outcome;
   if (reply->type == REDIS_REPLY_NIL) return RemoteOutcome::missing;
   if (reply->type == REDIS_REPLY_STATUS) {
     token = candidate;
     return RemoteOutcome::done;
   }
-  problem = "SET " + name + " NX refused: " +
-            (reply->type == REDIS_REPLY_ERROR ? reply_text(*reply) : "a reply of type " + std::to_string(reply->type));
-  return RemoteOutcome::refused;
+  return write_refused("SET " + name + " NX",
+                       reply->type == REDIS_REPLY_ERROR ? reply_text(*reply)
+                                                        : "a reply of type " + std::to_string(reply->type),
+                       problem);
 }
 
 RemoteOutcome RemoteCache::locked(const std::string& flight, std::string& problem) {
@@ -273,29 +316,108 @@ RemoteOutcome RemoteCache::locked(const std::string& flight, std::string& proble
   return reply->integer != 0 ? RemoteOutcome::done : RemoteOutcome::missing;
 }
 
-void RemoteCache::unlock(const std::string& flight, const std::string& token) {
-  const std::lock_guard<std::mutex> lock(mutex_);
+// The lock's compare-and-act in one EVAL, or (once EVAL was refused) as a GET and the act:
+// not atomic, so a lock that expired and was taken by another machine between the two
+// could be acted on (deleted: a duplicate build at worst; extended: its holder's TTL
+// lengthened). Callers hold lock_mutex_. `act` is DEL or PEXPIRE with its arguments.
+RemoteOutcome RemoteCache::compare_and(std::string_view script, std::vector<std::string_view> act,
+                                       const std::string& flight, const std::string& token, std::string& problem) {
+  lock_connection_->retry_after = {};  // its own connection: never waits out a back-off
   RemoteOutcome outcome{};
+  const std::string name = lock_key(flight);
+  if (!scripts_refused()) {
+    std::vector<std::string_view> eval{"EVAL", script, "1", name, token};
+    eval.insert(eval.end(), act.begin() + 2, act.end());
+    const Reply reply = lock_connection_->command(eval, outcome, problem, Access::write);
+    if (!reply) return outcome;
+    if (reply->type == REDIS_REPLY_INTEGER) return reply->integer != 0 ? RemoteOutcome::done : RemoteOutcome::missing;
+    const std::string why = reply->type == REDIS_REPLY_ERROR ? reply_text(*reply)
+                                                             : "a reply of type " + std::to_string(reply->type);
+    // NOPERM (an ACL without @scripting), an unknown command (a server without scripts):
+    // from now on the two-step form, said once (scripts_refused()).
+    std::lock_guard<std::mutex> lock(script_refusal_mutex_);
+    if (script_refusal_.empty()) script_refusal_ = "EVAL on " + settings_.url.redacted() + " answered " + why;
+    scripts_refused_ = true;
+  }
+  const Reply held = lock_connection_->command({"GET", name}, outcome, problem);
+  if (!held) return outcome;
+  if (held->type != REDIS_REPLY_STRING || reply_text(*held) != token) return RemoteOutcome::missing;
+  const Reply reply = lock_connection_->command(act, outcome, problem, Access::write);
+  if (!reply) return outcome;
+  if (reply->type == REDIS_REPLY_INTEGER) return reply->integer != 0 ? RemoteOutcome::done : RemoteOutcome::missing;
+  problem = std::string(act.front()) + " " + name + " answered " +
+            (reply->type == REDIS_REPLY_ERROR ? reply_text(*reply) : "a reply of type " + std::to_string(reply->type));
+  return RemoteOutcome::refused;
+}
+
+RemoteOutcome RemoteCache::unlock(const std::string& flight, const std::string& token, Clock::time_point expires) {
   std::string problem;
-  // A failure leaves the lock to expire: its TTL bounds it.
-  (void)connection_->command({"EVAL", compare_and_delete, "1", lock_key(flight), token}, outcome, problem);
+  RemoteOutcome outcome{};
+  {
+    const std::lock_guard<std::mutex> lock(lock_mutex_);
+    const std::string name = lock_key(flight);
+    outcome = compare_and(compare_and_delete, {"DEL", name}, flight, token, problem);
+  }
+  if (outcome == RemoteOutcome::unavailable) unlock_later(flight, token, expires);
+  return outcome;
+}
+
+void RemoteCache::unlock_later(const std::string& flight, const std::string& token, Clock::time_point expires) {
+  std::lock_guard<std::mutex> lock(release_mutex_);
+  if (stopping_ || Clock::now() >= expires) return;
+  pending_.push_back(PendingUnlock{flight, token, expires});
+  if (!releaser_.joinable()) {
+    try {
+      releaser_ = std::thread([this] { release_pending(); });
+    } catch (...) {
+      pending_.clear();  // no thread to be had: the locks expire on their own
+      return;
+    }
+  }
+  release_wake_.notify_one();
+}
+
+void RemoteCache::release_pending() noexcept {
+  std::unique_lock<std::mutex> lock(release_mutex_);
+  while (!stopping_) {
+    if (pending_.empty()) {
+      release_wake_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+      continue;
+    }
+    std::vector<PendingUnlock> trying;
+    trying.swap(pending_);
+    lock.unlock();
+    std::vector<PendingUnlock> again;
+    for (PendingUnlock& pending : trying) {
+      if (Clock::now() >= pending.expires) continue;  // expired: nothing left to release
+      RemoteOutcome outcome = RemoteOutcome::unavailable;
+      try {
+        std::string problem;
+        const std::lock_guard<std::mutex> turn(lock_mutex_);
+        const std::string name = lock_key(pending.flight);
+        outcome = compare_and(compare_and_delete, {"DEL", name}, pending.flight, pending.token, problem);
+      } catch (...) {
+        // Out of memory building the command: tried again next round.
+      }
+      if (outcome == RemoteOutcome::unavailable || outcome == RemoteOutcome::skipped) again.push_back(std::move(pending));
+    }
+    lock.lock();
+    for (PendingUnlock& pending : again) pending_.push_back(std::move(pending));
+    if (!pending_.empty()) release_wake_.wait_for(lock, release_retry, [this] { return stopping_; });
+  }
 }
 
 RemoteOutcome RemoteCache::renew(const std::string& flight, const std::string& token, std::chrono::milliseconds ttl,
                                  std::string& problem) {
   const std::string ttl_ms = std::to_string(std::max<std::chrono::milliseconds::rep>(ttl.count(), 1));
-  const std::lock_guard<std::mutex> lock(renewal_mutex_);
-  renewal_connection_->retry_after = {};
-  RemoteOutcome outcome{};
-  const Reply reply = renewal_connection_->command({"EVAL", compare_and_extend, "1", lock_key(flight), token, ttl_ms},
-                                                   outcome, problem);
-  if (!reply) return outcome;
-  if (reply->type != REDIS_REPLY_INTEGER) {
-    problem = "EVAL (extending " + lock_key(flight) + ") answered " +
-              (reply->type == REDIS_REPLY_ERROR ? reply_text(*reply) : "a reply of type " + std::to_string(reply->type));
-    return RemoteOutcome::refused;
-  }
-  return reply->integer != 0 ? RemoteOutcome::done : RemoteOutcome::missing;
+  const std::lock_guard<std::mutex> lock(lock_mutex_);
+  const std::string name = lock_key(flight);
+  return compare_and(compare_and_extend, {"PEXPIRE", name, ttl_ms}, flight, token, problem);
+}
+
+std::string RemoteCache::script_refusal() const {
+  std::lock_guard<std::mutex> lock(script_refusal_mutex_);
+  return script_refusal_;
 }
 
 RemoteOutcome RemoteCache::ping(std::string& problem) {
@@ -326,17 +448,24 @@ RemoteOutcome not_built_in(std::string& problem) {
 
 }  // namespace
 
-RemoteCache::RemoteCache(RemoteSettings settings) : settings_(std::move(settings)) {}
+RemoteCache::RemoteCache(RemoteSettings settings) : settings_(std::move(settings)) { writes_ = false; }
 RemoteCache::~RemoteCache() = default;
 RemoteOutcome RemoteCache::get(const std::string&, std::string&, std::string& problem) { return not_built_in(problem); }
 RemoteOutcome RemoteCache::put(const std::string&, const std::string&, std::string& problem) {
+  return not_built_in(problem);
+}
+RemoteOutcome RemoteCache::write_refused(const std::string&, const std::string&, std::string& problem) {
   return not_built_in(problem);
 }
 RemoteOutcome RemoteCache::lock(const std::string&, std::chrono::milliseconds, std::string&, std::string& problem) {
   return not_built_in(problem);
 }
 RemoteOutcome RemoteCache::locked(const std::string&, std::string& problem) { return not_built_in(problem); }
-void RemoteCache::unlock(const std::string&, const std::string&) {}
+RemoteOutcome RemoteCache::remove(const std::string&, std::string& problem) { return not_built_in(problem); }
+RemoteOutcome RemoteCache::unlock(const std::string&, const std::string&, Clock::time_point) {
+  return RemoteOutcome::unavailable;
+}
+std::string RemoteCache::script_refusal() const { return {}; }
 RemoteOutcome RemoteCache::renew(const std::string&, const std::string&, std::chrono::milliseconds,
                                  std::string& problem) {
   return not_built_in(problem);

@@ -2,7 +2,11 @@
 // The remote tier: entries in Redis, shared by every machine of a fleet. Behind memory and
 // disk: a disk miss asks it, a hit fills the disk tier, a build writes through. It is not
 // trusted with correctness: a value is an entry in the disk tier's encoding (its key and
-// the payload's SHA-256 inside), checked before use, and anything else is a miss, counted.
+// the payload's SHA-256 inside), signed by a trusted writer (remote_signature.hpp), and
+// both are checked before the value is used or copied anywhere; anything else is a miss,
+// counted. Nor is it trusted with who may write: a client without a signing key (or set
+// read-only) never writes a value or a lock, and one that Redis refuses a write (NOPERM)
+// stops writing and goes on reading.
 // It is not trusted with availability either: every call is bounded by a timeout (connect
 // and each socket read or write), and a Redis that is down, slow or refuses this client is
 // left alone for a back-off period, so later lookups do not each pay the timeout. Nothing
@@ -11,12 +15,18 @@
 // Built only with hiredis (CUJIT_HAVE_HIREDIS); without it remote_built_in() is false and
 // every call answers `unavailable` with that reason.
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
 
+#include "cache/remote_signature.hpp"
 #include "cache/remote_url.hpp"
 
 namespace cujit::detail {
@@ -29,19 +39,39 @@ bool remote_built_in() noexcept;
 // another toolkit share a Redis without seeing each other's entries.
 std::string remote_key_prefix();
 
+// Whose values this client uses and whether it writes.
+struct RemoteTrust {
+  // Values are used only when one of these keys signed them. None: every sound entry is
+  // used, whoever wrote it (an unauthenticated tier, which BuildCache allows only when
+  // the configuration opts into it).
+  std::optional<VerifyKeys> verifier;
+  // Values this client writes are signed with it. None: with a verifier, nothing is
+  // written (every reader would refuse an unsigned value); without one, values are
+  // written unsigned.
+  std::optional<SigningKey> signer;
+  bool read_only = false;  // never SET, never take a lock (CUJIT_CACHE_REMOTE_READONLY)
+
+  // Whether this client may write values and locks at all.
+  bool writes() const noexcept { return !read_only && (signer.has_value() || !verifier.has_value()); }
+};
+
 struct RemoteSettings {
   RemoteUrl url;
   std::string prefix = remote_key_prefix();
   std::chrono::milliseconds timeout{50};    // connect, and each socket read or write
   std::chrono::milliseconds backoff{5000};  // left alone this long after a failure
   std::chrono::seconds ttl{0};              // per entry, 0: none (Redis' maxmemory policy evicts)
+  std::shared_ptr<const RemoteTrust> trust = nullptr;  // null: unauthenticated, writes (the lock's own tests)
 };
 
 enum class RemoteOutcome {
   done,         // a hit (get), stored (put), taken (lock)
   missing,      // get: no value; lock: another holds it
   corrupt,      // get: a value (or reply) that is not a sound entry for the key
+  unverified,   // get: a value no trusted writer signed for this key (forged, replayed, unsigned)
   refused,      // put: Redis answered with an error (full: OOM with noeviction, read-only...)
+  forbidden,    // put, lock: Redis refused this client the write (NOPERM): writes are off from now on
+  read_only,    // put, lock: not tried: this client does not write
   unavailable,  // the call failed now (connect, timeout, authentication, connection lost)
   skipped,      // not tried: within the back-off after a failure
 };
@@ -53,22 +83,34 @@ class RemoteCache {
   RemoteCache(const RemoteCache&) = delete;
   RemoteCache& operator=(const RemoteCache&) = delete;
 
-  // One GET; a hit is a checked entry for `key` (a digest), its payload in `payload`.
+  // One GET; a hit is a checked entry for `key` (a digest), its payload in `payload`: its
+  // signature verified (when a verifier is configured), then its key and checksum.
   RemoteOutcome get(const std::string& key, std::string& payload, std::string& problem);
-  // SET (with PX when a TTL is configured) of the encoded entry.
+  // SET (with PX when a TTL is configured) of the encoded entry, signed when a signer is
+  // configured; `read_only` without trying when this client does not write.
   RemoteOutcome put(const std::string& key, const std::string& payload, std::string& problem);
+  // DEL of the value of `key`, when this client writes: the repair of a value that
+  // verified but that its caller cannot decode (BuildCache::drop). `read_only` otherwise.
+  RemoteOutcome remove(const std::string& key, std::string& problem);
   // The fleet lock of `flight`: SET <prefix>lock:<flight> <token> NX PX <ttl>. `done` when
-  // taken (token set), `missing` when another machine holds it.
+  // taken (token set), `missing` when another machine holds it, `read_only` (not tried)
+  // when this client does not write: it may wait for others' locks, never take one.
   RemoteOutcome lock(const std::string& flight, std::chrono::milliseconds ttl, std::string& token,
                      std::string& problem);
   // Whether the lock of `flight` is still there (`done`) or gone (`missing`).
   RemoteOutcome locked(const std::string& flight, std::string& problem);
   // Deletes the lock only if it still holds `token` (a Lua compare-and-delete): a lock that
-  // expired and was taken by another machine is left to it.
-  void unlock(const std::string& flight, const std::string& token);
+  // expired and was taken by another machine is left to it. Through the lock connection
+  // (its own, like renew: never waiting out the value connection's back-off, so a timed
+  // out write of the entry does not keep the lock). When Redis does not answer now
+  // (`unavailable`: slow, paused, unreachable), a thread of this cache tries again every
+  // few milliseconds until it is done or `expires` (when the lock's TTL ends it anyway),
+  // so waiters are released as soon as Redis answers, not a TTL later.
+  // `done`: deleted; `missing`: no longer ours.
+  RemoteOutcome unlock(const std::string& flight, const std::string& token, std::chrono::steady_clock::time_point expires);
   // Sets the lock's TTL to `ttl` from now, only if it still holds `token` (a Lua
   // compare-and-PEXPIRE): `done` when extended, `missing` when it is gone or another's.
-  // Through a connection of its own, which never waits out a back-off: a renewal that times
+  // Through the lock connection, which never waits out a back-off: a renewal that times
   // out neither blocks the builder's calls nor switches the tier off for them, and the
   // next renewal tries again.
   RemoteOutcome renew(const std::string& flight, const std::string& token, std::chrono::milliseconds ttl,
@@ -79,14 +121,46 @@ class RemoteCache {
   std::string value_key(const std::string& key) const { return settings_.prefix + key; }
   std::string lock_key(const std::string& flight) const { return settings_.prefix + "lock:" + flight; }
   const RemoteSettings& settings() const noexcept { return settings_; }
+  // Why EVAL was refused (an ACL without scripting, a server without scripts), empty while
+  // it is not: the lock then falls back to GET and DEL / PEXPIRE, which is not atomic (see
+  // compare_and) but never leaves waiters stalled for a TTL.
+  std::string script_refusal() const;
+  bool scripts_refused() const noexcept { return scripts_refused_.load(std::memory_order_relaxed); }
+  // Whether this client writes values and locks now: as configured, until Redis refuses it
+  // a write (NOPERM), which switches writes off for the rest of its life.
+  bool writes() const noexcept { return writes_.load(std::memory_order_relaxed); }
 
  private:
+  // The outcome of a write's error reply: a refusal of this client's permission switches
+  // writes off (`forbidden`), anything else is `refused`. `what` names the command.
+  RemoteOutcome write_refused(const std::string& what, const std::string& reply, std::string& problem);
+
+  std::atomic<bool> writes_{true};
   struct Connection;
   RemoteSettings settings_;
   std::mutex mutex_;  // one connection, one call at a time
   std::unique_ptr<Connection> connection_;
-  std::mutex renewal_mutex_;  // the fleet locks' renewals (renew), likewise
-  std::unique_ptr<Connection> renewal_connection_;
+  std::mutex lock_mutex_;  // the fleet locks' renewals and releases (renew, unlock), likewise
+  std::unique_ptr<Connection> lock_connection_;
+
+  // Unlocks that could not be done when asked, tried again by `releaser_` until done or expired.
+  struct PendingUnlock {
+    std::string flight, token;
+    std::chrono::steady_clock::time_point expires;
+  };
+  void unlock_later(const std::string& flight, const std::string& token, std::chrono::steady_clock::time_point expires);
+  void release_pending() noexcept;
+  RemoteOutcome compare_and(std::string_view script, std::vector<std::string_view> act, const std::string& flight,
+                            const std::string& token, std::string& problem);
+  std::mutex release_mutex_;
+  std::condition_variable release_wake_;
+  std::vector<PendingUnlock> pending_;
+  bool stopping_ = false;
+  std::thread releaser_;  // started with the first unlock that could not be done at once
+
+  std::atomic<bool> scripts_refused_{false};
+  mutable std::mutex script_refusal_mutex_;
+  std::string script_refusal_;
 };
 
 }  // namespace cujit::detail
