@@ -13,6 +13,9 @@ mkdir -p "$out"
 status=0
 # The full mutation campaign here, whatever budget the caller's environment sets (ci/run.sh's).
 export CUJIT_MUTATION_BUDGET=all
+# The stale-code fuzzer's 2,000 steps run in ci/test.sh; under the sanitizers a few hundred
+# cover its code paths (the steps differ only in the files they generate).
+export CUJIT_STALE_FUZZ_STEPS=${CUJIT_STALE_FUZZ_STEPS:-300}
 
 step() { echo "== cujit reliability: $*"; }
 

@@ -27,11 +27,11 @@ binary=$build/conformance/conformance_cache
 [ -x "$binary" ] || { echo "ci/stale_code_fuzz.sh: $binary is not built" >&2; exit 2; }
 mkdir -p "$out"
 per_job=$(( (total + jobs - 1) / jobs ))
-base_seed=${CUJIT_FUZZ_SEED:-$(( $(date +%s) % 100000 * 100 ))}
+base_seed=${CUJIT_STALE_FUZZ_SEED:-$(( $(date +%s) % 100000 * 100 ))}
 
 pids=()
 for ((j = 0; j < jobs; ++j)); do
-  CUJIT_FUZZ_SEED=$((base_seed + j)) CUJIT_FUZZ_STEPS=$per_job CUJIT_FUZZ_SECONDS=${CUJIT_FUZZ_SECONDS:-3600} \
+  CUJIT_STALE_FUZZ_SEED=$((base_seed + j)) CUJIT_STALE_FUZZ_STEPS=$per_job CUJIT_STALE_FUZZ_SECONDS=${CUJIT_STALE_FUZZ_SECONDS:-3600} \
     CUJIT_CACHE_DIR="$out/cache-$j" \
     "$binary" --gtest_filter='StaleCodeFuzz.*' > "$out/job-$j.log" 2>&1 &
   pids+=($!)

@@ -10,8 +10,8 @@
 // KernelBuilder linking the program (the in-process memo). The bytes must be identical, or
 // every side must fail with the same error kind.
 //
-// CUJIT_FUZZ_SEED (default: from the clock, printed), CUJIT_FUZZ_STEPS (default 2000) and
-// CUJIT_FUZZ_SECONDS (a budget; the run stops early when it is spent, after at least 200
+// CUJIT_STALE_FUZZ_SEED (default: from the clock, printed), CUJIT_STALE_FUZZ_STEPS (default 2000) and
+// CUJIT_STALE_FUZZ_SECONDS (a budget; the run stops early when it is spent, after at least 200
 // steps) set a run. A failure prints the seed, the step and every change so far: replaying
 // the seed reproduces it, and the case becomes a StaleCodeRegression test.
 #include <gtest/gtest.h>
@@ -334,11 +334,11 @@ Outcome in_new_process(const fs::path& cache, const World& world) {
 
 TEST(StaleCodeFuzz, TheCacheServesWhatAFreshBuildProduces) {
   const unsigned seed = static_cast<unsigned>(
-      env_int("CUJIT_FUZZ_SEED").value_or(static_cast<int>(std::random_device{}() & 0x7fffffff)));
-  const int steps = env_int("CUJIT_FUZZ_STEPS").value_or(2000);
-  const int seconds = env_int("CUJIT_FUZZ_SECONDS").value_or(600);
+      env_int("CUJIT_STALE_FUZZ_SEED").value_or(static_cast<int>(std::random_device{}() & 0x7fffffff)));
+  const int steps = env_int("CUJIT_STALE_FUZZ_STEPS").value_or(2000);
+  const int seconds = env_int("CUJIT_STALE_FUZZ_SECONDS").value_or(600);
   constexpr int child_every = 20, builder_every = 10, minimum_steps = 200;
-  std::printf("stale-code fuzz: seed %u, %d steps, budget %d s (replay with CUJIT_FUZZ_SEED=%u)\n", seed, steps,
+  std::printf("stale-code fuzz: seed %u, %d steps, budget %d s (replay with CUJIT_STALE_FUZZ_SEED=%u)\n", seed, steps,
               seconds, seed);
   RecordProperty("seed", std::to_string(seed));
 
