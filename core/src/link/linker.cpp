@@ -18,6 +18,7 @@
 #include "link/link_session.hpp"
 #include "link/nvjitlink_api.hpp"
 #include "support/library_identity.hpp"
+#include "support/ptx_scan.hpp"
 #include "support/record.hpp"
 #include "support/trace_range.hpp"
 
@@ -50,12 +51,33 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// The inputs that declare `symbol` (.extern .func in PTX): nvJitLink names only where it
+// met the definition.
+std::string declaring_inputs(const std::vector<const LinkableCode*>& inputs, const std::string& symbol) {
+  std::string out;
+  for (const LinkableCode* code : inputs) {
+    if (code->format() != Format::ptx) continue;
+    const std::vector<std::string> declared = detail::extern_functions(code->bytes());
+    if (std::find(declared.begin(), declared.end(), symbol) == declared.end()) continue;
+    out += (out.empty() ? "" : ", ") + describe_input(*code);
+  }
+  return out;
+}
+
 [[noreturn]] void throw_link_error(const detail::LinkSession& session,
                                    const detail::StepStatus& step, const std::string& what,
-                                   const std::string& error_log, const std::string& info_log) {
+                                   const std::string& error_log, const std::string& info_log,
+                                   const std::vector<const LinkableCode*>& inputs) {
   std::vector<std::string> unresolved = detail::unresolved_symbols(error_log);
   std::vector<std::string> duplicates = detail::duplicate_symbols(error_log);
   std::string message = what + " failed: " + step.status;
+  for (const detail::PrototypeMismatch& mismatch : detail::prototype_mismatches(error_log)) {
+    const std::string declared = declaring_inputs(inputs, mismatch.symbol);
+    message += "; the prototype of '" + mismatch.symbol + "'" +
+               (declared.empty() ? std::string() : " declared in " + declared) +
+               " does not match its definition in '" +
+               (mismatch.defined_in.empty() ? mismatch.input : mismatch.defined_in) + "'";
+  }
   if (step.input_too_new) {
     message += "; the input was made by a newer toolkit than this nvJitLink (" + nvjitlink_version() +
                ") can read";
@@ -105,12 +127,9 @@ void check_duplicate_definitions(const std::vector<const LinkableCode*>& inputs,
 }
 
 std::unique_ptr<detail::LinkSession> open_session(LinkerBackend backend, const LinkOptions& options,
-                                                  bool lto, const std::vector<const LinkableCode*>& inputs) {
+                                                  bool lto) {
   if (backend == LinkerBackend::driver) return detail::open_driver_session(options.arch, options.flags);
-  std::vector<Format> formats;
-  for (const LinkableCode* code : inputs) formats.push_back(code->format());
-  return detail::open_nvjitlink_session(options.arch, lto, nvjitlink_option_strings(options, lto),
-                                        detail::stderr_only_errors_possible(formats));
+  return detail::open_nvjitlink_session(options.arch, lto, nvjitlink_option_strings(options, lto));
 }
 
 // A step the backend reports as done, with an error in its log, failed: nvJitLink 13.0
@@ -362,7 +381,7 @@ LinkResult Linker::link() const try {
   const bool lto = options_.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {
                      return carries_ltoir(c->format(), c->bytes());
                    });
-  auto session = open_session(backend_, options_, lto, unique);
+  auto session = open_session(backend_, options_, lto);
   for (const LinkableCode* code : unique) {
     // The error log accumulates: what an add writes under a success status is judged after
     // completion, with the whole log, so a successful add reads no log.
@@ -370,17 +389,19 @@ LinkResult Linker::link() const try {
     if (!step.ok) {
       throw_link_error(*session, step, "adding " + describe_input(*code) + " for " +
                                            options_.arch.sm(),
-                       session->error_log(), session->info_log());
+                       session->error_log(), session->info_log(), unique);
     }
   }
   const detail::StepStatus completed = session->complete();
   const std::string error_log = session->error_log();
   const std::string info_log = session->info_log();
   detail::StepStatus step = judged_by_log(completed, error_log);
-  if (!step.ok) throw_link_error(*session, step, what(), error_log, info_log);
+  if (!step.ok) throw_link_error(*session, step, what(), error_log, info_log, unique);
   Bytes image;
   step = session->cubin(image);
-  if (!step.ok) throw_link_error(*session, step, what() + " (reading the linked cubin)", error_log, info_log);
+  if (!step.ok) {
+    throw_link_error(*session, step, what() + " (reading the linked cubin)", error_log, info_log, unique);
+  }
   const std::string& first = unique.front()->name();
   const std::string stem = first.substr(0, first.rfind('.') == std::string::npos ? first.size() : first.rfind('.'));
   LinkableCode code = detail::LinkableCodeAccess::linker_output(

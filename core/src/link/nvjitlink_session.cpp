@@ -51,9 +51,8 @@ void run_step_hook(const char* call, const void* data, std::size_t size) {
 
 class NvJitLinkSession final : public LinkSession {
  public:
-  NvJitLinkSession(const Arch& arch, bool lto, const std::vector<std::string>& extra, bool watch_stderr)
-      : tap_scope_(watch_stderr ? std::make_unique<StderrTapScope>() : nullptr),
-        tag_(watch_stderr ? unique_stderr_tag() : std::string()) {
+  NvJitLinkSession(const Arch& arch, bool lto, const std::vector<std::string>& extra)
+      : tag_(unique_stderr_tag()) {
     std::vector<std::string> options{"-arch=" + arch.sm()};
     if (lto) options.emplace_back("-lto");
     options.insert(options.end(), extra.begin(), extra.end());
@@ -128,15 +127,17 @@ class NvJitLinkSession final : public LinkSession {
   std::string backend_name() const override { return "nvJitLink"; }
 
  private:
-  // nvJitLink 13.0 reports some errors (multiple definitions involving code inside a
-  // fatbin, object or archive, found while adding it or at completion) only as "@E@" lines
-  // on stderr, with NVJITLINK_SUCCESS. In a session that watches stderr, each call that can
+  // nvJitLink 13.0 reports some errors only as "@E@" lines on stderr, with
+  // NVJITLINK_SUCCESS: multiple definitions involving code inside a fatbin, object or
+  // archive, and a declaration whose prototype does not match its definition, on every input
+  // mix (PTX only included; the session once listened only where a fatbin, object or archive
+  // was linked, and returned a cubin that faulted when launched). So every call that can
   // print (AddData, Complete) runs under a stderr capture, and such lines that name this
   // session's (tagged) inputs make the step fail; nothing another thread prints can. The
-  // session's tap_scope_ keeps the tap installed from the first step to the last.
+  // tap stays installed between links (support/stderr_capture.hpp), so listening costs a
+  // warm link a few microseconds.
   template <class Call>
   StepStatus captured(const char* name, Call call) {
-    if (!tap_scope_) return status(name, call(), {});
     StderrCapture capture(tag_);
     const nvJitLinkResult result = call();
     std::string messages = capture.finish();
@@ -168,25 +169,13 @@ class NvJitLinkSession final : public LinkSession {
     return read_log(nvjitlink().nvJitLinkGetErrorLogSize, nvjitlink().nvJitLinkGetErrorLog);
   }
 
-  // First member: the tap is installed before the handle exists and removed after it is
-  // destroyed, once per link rather than once per call. Null when the session does not
-  // watch stderr (installing and removing the tap costs 20-70 us, a fifth of a link the
-  // vendor's cache answers).
-  std::unique_ptr<StderrTapScope> tap_scope_;
   nvJitLinkHandle handle_ = nullptr;
-  std::string tag_;  // marks this session's input names on stderr; empty when not watching
+  std::string tag_;  // marks this session's input names on stderr
   std::deque<std::string> names_;  // stable addresses: see add()
   std::string stderr_messages_;
 };
 
 }  // namespace
-
-bool stderr_only_errors_possible(const std::vector<Format>& formats) noexcept {
-  for (const Format format : formats) {
-    if (format == Format::fatbin || format == Format::object || format == Format::archive) return true;
-  }
-  return false;
-}
 
 void set_nvjitlink_step_hook(NvJitLinkStepHook hook, void* context) noexcept {
   step_hook_context.store(context, std::memory_order_release);
@@ -194,9 +183,8 @@ void set_nvjitlink_step_hook(NvJitLinkStepHook hook, void* context) noexcept {
 }
 
 std::unique_ptr<LinkSession> open_nvjitlink_session(const Arch& arch, bool lto,
-                                                    const std::vector<std::string>& extra,
-                                                    bool watch_stderr) {
-  return std::make_unique<NvJitLinkSession>(arch, lto, extra, watch_stderr);
+                                                    const std::vector<std::string>& extra) {
+  return std::make_unique<NvJitLinkSession>(arch, lto, extra);
 }
 
 std::string nvjitlink_version_string() {
