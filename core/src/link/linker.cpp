@@ -17,6 +17,7 @@
 #include "link/compile_sources.hpp"
 #include "link/link_session.hpp"
 #include "link/nvjitlink_api.hpp"
+#include "link/prototype_check.hpp"
 #include "support/library_identity.hpp"
 #include "support/ptx_scan.hpp"
 #include "support/record.hpp"
@@ -124,6 +125,26 @@ void check_duplicate_definitions(const std::vector<const LinkableCode*>& inputs,
   throw LinkError("Linker (definitions check, before the backend)",
                   what() + " failed: symbol(s) defined more than once: " + detail, {}, {},
                   std::move(duplicates));
+}
+
+// A PTX declaration whose PTX definition has another prototype, refused before either
+// backend (link/prototype_check.hpp says why), naming both inputs and both prototypes.
+template <class What>
+void check_prototypes(const std::vector<const LinkableCode*>& inputs, const What& what) {
+  const std::vector<detail::PrototypeConflict> conflicts = detail::prototype_conflicts(inputs);
+  if (conflicts.empty()) return;
+  std::string detail;
+  for (const detail::PrototypeConflict& conflict : conflicts) {
+    detail += (detail.empty() ? "" : "; ") + std::string("'") + conflict.symbol + "' is declared in " +
+              describe_input(*conflict.declaring) + " as " + detail::to_string(conflict.declared) +
+              " but defined in " + describe_input(*conflict.defining) + " as " +
+              detail::to_string(conflict.defined);
+    const std::string cause = detail::likely_cause(conflict.declared, conflict.defined);
+    if (!cause.empty()) detail += " (likely cause: " + cause + ")";
+  }
+  throw LinkError("Linker (prototype check, before the backend)",
+                  what() + " failed: a declaration does not match its definition's prototype: " + detail,
+                  {}, {}, {});
 }
 
 std::unique_ptr<detail::LinkSession> open_session(LinkerBackend backend, const LinkOptions& options,
@@ -376,6 +397,7 @@ LinkResult Linker::link() const try {
     throw Error(ErrorKind::usage, "Linker::link", what() + ": nothing was added");
   }
   check_duplicate_definitions(unique, what);
+  check_prototypes(unique, what);
   // nvJitLink fails an LTO link that has no LTO-IR (NO_MODULE_IN_PROGRAM): LTO is asked
   // for only when there is IR to optimise.
   const bool lto = options_.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {
