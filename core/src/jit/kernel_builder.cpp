@@ -133,7 +133,9 @@ KernelBuilder& KernelBuilder::declare(DeclaredFunction function) {
   memo_fields_.add("declared", function.name)
       .add("module", function.module)
       .add("abi", abi::to_string(function.abi))
-      .add("abi_name", function.abi_name.value_or(""));
+      .add("abi_name", function.abi_name.value_or(""))
+      .add("numba_flags", function.numba_flags.summary())
+      .add("numba_uid", std::to_string(function.numba_uid));
   for (const Signature& signature : function.signatures) memo_fields_.add("signature", signature.str());
   for (const LinkableCode& item : function.link) name_in_memo("declared_link", item);
   if (function.provider) {
