@@ -83,6 +83,7 @@ KernelBuilder::KernelBuilder(std::string kernel_name, KernelOptions options, Bui
   const CompileOptions& compile = link.compile;
   memo_fields_.add("kernel", kernel_name_)
       .add("arch", link.arch.sm())
+      .add("arch_is_device", link.arch_is_device ? 1 : 0)
       .add("lto", link.lto ? 1 : 0)
       .add("backend", link.backend ? std::string(to_string(*link.backend)) : "unset")
       .add("relocatable", compile.relocatable ? 1 : 0)
