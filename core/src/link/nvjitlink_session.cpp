@@ -52,7 +52,7 @@ void run_step_hook(const char* call, const void* data, std::size_t size) {
 class NvJitLinkSession final : public LinkSession {
  public:
   NvJitLinkSession(const Arch& arch, bool lto, const std::vector<std::string>& extra)
-      : tag_(unique_stderr_tag()) {
+      : tag_(unique_stderr_tag()), capture_(tag_) {
     std::vector<std::string> options{"-arch=" + arch.sm()};
     if (lto) options.emplace_back("-lto");
     options.insert(options.end(), extra.begin(), extra.end());
@@ -132,15 +132,14 @@ class NvJitLinkSession final : public LinkSession {
   // archive, and a declaration whose prototype does not match its definition, on every input
   // mix (PTX only included; the session once listened only where a fatbin, object or archive
   // was linked, and returned a cubin that faulted when launched). So every call that can
-  // print (AddData, Complete) runs under a stderr capture, and such lines that name this
-  // session's (tagged) inputs make the step fail; nothing another thread prints can. The
-  // tap stays installed between links (support/stderr_capture.hpp), so listening costs a
-  // warm link a few microseconds.
+  // print (AddData, Complete) is followed by reading what the session's capture heard, and
+  // such lines that name this session's (tagged) inputs make the step fail; nothing another
+  // thread prints can. The tap stays installed between links and the session joins it once
+  // (support/stderr_capture.hpp), so listening costs a step one non-blocking read.
   template <class Call>
   StepStatus captured(const char* name, Call call) {
-    StderrCapture capture(tag_);
     const nvJitLinkResult result = call();
-    std::string messages = capture.finish();
+    std::string messages = capture_.take();
     stderr_messages_ += messages;
     return status(name, result, messages);
   }
@@ -171,6 +170,7 @@ class NvJitLinkSession final : public LinkSession {
 
   nvJitLinkHandle handle_ = nullptr;
   std::string tag_;  // marks this session's input names on stderr
+  StderrCapture capture_;  // joined for the session's life: one join and leave per link
   std::deque<std::string> names_;  // stable addresses: see add()
   std::string stderr_messages_;
 };

@@ -107,8 +107,9 @@ class Tap {
     return true;
   }
 
-  // Lines from `first_line` up to everything written before this call.
-  std::deque<std::string> lines_since(std::uint64_t first_line) {
+  // Lines from `first_line` up to everything written before this call; `first_line` moves
+  // past them.
+  std::deque<std::string> lines_since(std::uint64_t& first_line) {
     std::fflush(stderr);
     std::lock_guard<std::mutex> lock(mutex_);
     for (const std::shared_ptr<Pipe>& pipe : pipes_) {
@@ -118,6 +119,7 @@ class Tap {
     for (std::uint64_t line = std::max(first_line, dropped_); line < dropped_ + journal_.size(); ++line) {
       out.push_back(journal_[line - dropped_]);
     }
+    first_line = dropped_ + journal_.size();
     return out;
   }
 
@@ -321,18 +323,25 @@ std::string without_tag(std::string text, const std::string& tag) {
 }
 
 StderrCapture::StderrCapture(std::string tag) : tag_(std::move(tag)) {
-  active_ = Tap::instance().join(first_line_);
+  active_ = Tap::instance().join(next_line_);
+}
+
+std::string StderrCapture::take() {
+  if (finished_ || !active_) return {};
+  std::string claimed;
+  for (const std::string& line : Tap::instance().lines_since(next_line_)) {
+    if (line.find(tag_) == std::string::npos) continue;
+    if (const auto message = linker_message(line)) claimed += without_tag(*message, tag_) + "\n";
+  }
+  claimed_ += claimed;
+  return claimed;
 }
 
 std::string StderrCapture::finish() {
   if (finished_) return claimed_;
+  (void)take();
   finished_ = true;
-  if (!active_) return claimed_;
-  for (const std::string& line : Tap::instance().lines_since(first_line_)) {
-    if (line.find(tag_) == std::string::npos) continue;
-    if (const auto message = linker_message(line)) claimed_ += without_tag(*message, tag_) + "\n";
-  }
-  Tap::instance().leave();
+  if (active_) Tap::instance().leave();
   return claimed_;
 }
 

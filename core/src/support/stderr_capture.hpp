@@ -45,13 +45,17 @@ class StderrCapture {
 
   // Waits until everything written to stderr before this call has passed the tap, then
   // returns the linker diagnostics ("error   : ...", "warning : ...", "info    : ...",
-  // any "@E@"-style prefix removed) written since the capture started that contain the
-  // tag, with the tag removed. Idempotent.
+  // any "@E@"-style prefix removed) written since the last take() (or the start) that
+  // contain the tag, with the tag removed. A link takes after each call that can print,
+  // sharing one capture (one join of the tap) over its calls.
+  std::string take();
+
+  // take(), then leaves the tap; returns everything claimed since the start. Idempotent.
   std::string finish();
 
  private:
   std::string tag_;
-  std::uint64_t first_line_ = 0;
+  std::uint64_t next_line_ = 0;
   bool active_ = false;
   bool finished_ = false;
   std::string claimed_;
