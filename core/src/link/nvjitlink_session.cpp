@@ -91,7 +91,7 @@ class NvJitLinkSession final : public LinkSession {
     names_.push_back((code.name().empty() ? "unnamed " + std::string(to_string(code.format())) : code.name()) +
                      tag_);
     const char* name = names_.back().c_str();
-    return captured("nvJitLinkAddData", [&] {
+    return captured("nvJitLinkAddData", false, [&] {
       run_step_hook("nvJitLinkAddData", code.bytes().data(), code.bytes().size());
       return nvjitlink().nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(),
                                         name);
@@ -99,7 +99,7 @@ class NvJitLinkSession final : public LinkSession {
   }
 
   StepStatus complete() override {
-    return captured("nvJitLinkComplete", [&] {
+    return captured("nvJitLinkComplete", true, [&] {
       run_step_hook("nvJitLinkComplete", nullptr, 0);
       return nvjitlink().nvJitLinkComplete(handle_);
     });
@@ -135,11 +135,14 @@ class NvJitLinkSession final : public LinkSession {
   // print (AddData, Complete) is followed by reading what the session's capture heard, and
   // such lines that name this session's (tagged) inputs make the step fail; nothing another
   // thread prints can. The tap stays installed between links and the session joins it once
-  // (support/stderr_capture.hpp), so listening costs a step one non-blocking read.
+  // (support/stderr_capture.hpp). What an AddData that succeeded printed is read with
+  // Complete's (`read_now` false: the lines wait in the tap's journal), so a link pays one
+  // non-blocking read, plus one per failed step; a mismatch nvJitLink prints while adding
+  // then fails the link at completion, with the same message.
   template <class Call>
-  StepStatus captured(const char* name, Call call) {
+  StepStatus captured(const char* name, bool read_now, Call call) {
     const nvJitLinkResult result = call();
-    std::string messages = capture_.take();
+    std::string messages = read_now || result != NVJITLINK_SUCCESS ? capture_.take() : std::string();
     stderr_messages_ += messages;
     return status(name, result, messages);
   }

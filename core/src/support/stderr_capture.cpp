@@ -77,21 +77,23 @@ struct Pipe {
   Pipe& operator=(const Pipe&) = delete;
 };
 
+}  // namespace
+
 // The tap. Its pipes are read by whoever needs their lines first: the reader thread
 // (started once per process, so every line is forwarded as soon as it is written), or a
 // capture finishing, which drains what is in the pipe itself instead of waiting for the
 // reader. Every read and every journal update happens under mutex_, so a drain that finds
 // the pipe empty has seen every byte written before it began. Lock order: lifecycle_, then
 // mutex_.
-class Tap {
+class StderrTap {
  public:
-  static Tap& instance() {
+  static StderrTap& instance() {
     // Never destroyed: a capture may outlive static destruction. A forked child gets a
     // tap of its own (its parent's reader thread does not exist there).
     static std::mutex guard;
-    static Tap* tap = nullptr;
+    static StderrTap* tap = nullptr;
     std::lock_guard<std::mutex> lock(guard);
-    if (tap == nullptr || tap->pid_ != ::getpid()) tap = new Tap();
+    if (tap == nullptr || tap->pid_ != ::getpid()) tap = new StderrTap();
     return *tap;
   }
 
@@ -143,7 +145,7 @@ class Tap {
   }
 
  private:
-  Tap() {
+  StderrTap() {
     wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   }
 
@@ -155,7 +157,7 @@ class Tap {
       reader_started_ = true;
       // Whatever is in the pipe at exit is forwarded, and fd 2 given back.
       static std::once_flag at_exit;
-      std::call_once(at_exit, [] { std::atexit([] { Tap::instance().remove_if_idle({}); }); });
+      std::call_once(at_exit, [] { std::atexit([] { StderrTap::instance().remove_if_idle({}); }); });
     }
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return false;
@@ -302,11 +304,9 @@ class Tap {
   std::uint64_t dropped_ = 0;  // lines before journal_.front()
 };
 
-}  // namespace
+bool stderr_tap_installed() { return StderrTap::instance().installed(); }
 
-bool stderr_tap_installed() { return Tap::instance().installed(); }
-
-void remove_idle_stderr_tap() { Tap::instance().remove_if_idle({}); }
+void remove_idle_stderr_tap() { StderrTap::instance().remove_if_idle({}); }
 
 std::string unique_stderr_tag() {
   static std::atomic<std::uint64_t> next{0};
@@ -322,14 +322,14 @@ std::string without_tag(std::string text, const std::string& tag) {
   return text;
 }
 
-StderrCapture::StderrCapture(std::string tag) : tag_(std::move(tag)) {
-  active_ = Tap::instance().join(next_line_);
+StderrCapture::StderrCapture(std::string tag) : tag_(std::move(tag)), tap_(&StderrTap::instance()) {
+  active_ = tap_->join(next_line_);
 }
 
 std::string StderrCapture::take() {
   if (finished_ || !active_) return {};
   std::string claimed;
-  for (const std::string& line : Tap::instance().lines_since(next_line_)) {
+  for (const std::string& line : tap_->lines_since(next_line_)) {
     if (line.find(tag_) == std::string::npos) continue;
     if (const auto message = linker_message(line)) claimed += without_tag(*message, tag_) + "\n";
   }
@@ -341,16 +341,13 @@ std::string StderrCapture::finish() {
   if (finished_) return claimed_;
   (void)take();
   finished_ = true;
-  if (active_) Tap::instance().leave();
+  if (active_) tap_->leave();
   return claimed_;
 }
 
 StderrCapture::~StderrCapture() {
-  try {
-    finish();
-  } catch (...) {
-    // Destructors never throw.
-  }
+  // Leaves without reading: what was not taken is no one's (a link takes after its calls).
+  if (!finished_ && active_) tap_->leave();
 }
 
 }  // namespace cujit::detail

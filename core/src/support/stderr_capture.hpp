@@ -35,6 +35,8 @@ namespace cujit::detail {
 // How long the tap stays installed after the last capture ended.
 inline constexpr std::chrono::milliseconds tap_linger{1000};
 
+class StderrTap;
+
 class StderrCapture {
  public:
   // Starts (or joins) the tap. `tag` must be unique to the caller's link session.
@@ -51,10 +53,12 @@ class StderrCapture {
   std::string take();
 
   // take(), then leaves the tap; returns everything claimed since the start. Idempotent.
+  // Destroying a capture leaves the tap without reading.
   std::string finish();
 
  private:
   std::string tag_;
+  StderrTap* tap_ = nullptr;  // this process's tap, looked up once per capture
   std::uint64_t next_line_ = 0;
   bool active_ = false;
   bool finished_ = false;
