@@ -346,6 +346,8 @@ struct MismatchCase {
   bool lto = false;
 };
 
+void PrintTo(const MismatchCase& mismatch, std::ostream* out) { *out << mismatch.definition; }
+
 class PrototypeMismatchInEveryFormat : public ::testing::TestWithParam<MismatchCase> {};
 
 TEST_P(PrototypeMismatchInEveryFormat, FailsTheLinkNamingTheSymbolAndBothInputs) {

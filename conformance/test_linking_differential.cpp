@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct LinkCase {
   std::vector<std::string> files;
   std::string name;
 };
+
+// Test listings print the case by its name (stable across runs).
+void PrintTo(const LinkCase& link_case, std::ostream* out) { *out << link_case.name; }
 
 // Fixture suffixes of every format both backends take.
 const std::vector<std::string> definition_formats{".ptx", "_sass.fatbin", "_ptx.fatbin", ".cubin", ".o", ".a"};

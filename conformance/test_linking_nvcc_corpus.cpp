@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include "cujit/format.hpp"
@@ -23,6 +24,8 @@ struct CorpusFile {
   std::string name;
   bool lto = false;
 };
+
+void PrintTo(const CorpusFile& file, std::ostream* out) { *out << file.name; }
 
 class NvccCorpus : public ::testing::TestWithParam<CorpusFile> {};
 

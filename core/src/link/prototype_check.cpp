@@ -1,7 +1,10 @@
 #include "link/prototype_check.hpp"
 
 #include <cstring>
+#include <list>
 #include <map>
+#include <memory>
+#include <mutex>
 
 namespace cujit::detail {
 namespace {
@@ -38,6 +41,45 @@ bool may_declare(std::string_view ptx) {
   return ::memmem(ptx.data(), ptx.size(), ".extern", 7) != nullptr;
 }
 
+// The prototypes of a PTX input, remembered by exact content for the process: the same
+// library (NRT's 23 KB of PTX, an operator) is linked again and again, and comparing its
+// bytes costs a small part of scanning them. Bounded as defined_symbols' memo is.
+class PrototypesMemo {
+ public:
+  std::shared_ptr<const std::vector<PtxPrototype>> get(const Bytes& bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->first != bytes) continue;
+        entries_.splice(entries_.begin(), entries_, it);
+        return entries_.front().second;
+      }
+    }
+    auto prototypes = std::make_shared<const std::vector<PtxPrototype>>(function_prototypes(bytes));
+    if (bytes.size() > max_bytes / 4) return prototypes;  // too large to keep
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.emplace_front(bytes, prototypes);
+    bytes_ += bytes.size();
+    while (entries_.size() > max_entries || bytes_ > max_bytes) {
+      bytes_ -= entries_.back().first.size();
+      entries_.pop_back();
+    }
+    return prototypes;
+  }
+
+ private:
+  static constexpr std::size_t max_entries = 64;
+  static constexpr std::size_t max_bytes = std::size_t{32} << 20;
+  std::mutex mutex_;
+  std::list<std::pair<Bytes, std::shared_ptr<const std::vector<PtxPrototype>>>> entries_;  // most recent first
+  std::size_t bytes_ = 0;
+};
+
+std::shared_ptr<const std::vector<PtxPrototype>> remembered_prototypes(const Bytes& bytes) {
+  static PrototypesMemo* memo = new PrototypesMemo();  // never destroyed: links may run at exit
+  return memo->get(bytes);
+}
+
 }  // namespace
 
 bool same_shape(const PtxPrototype& a, const PtxPrototype& b) noexcept {
@@ -67,18 +109,18 @@ std::vector<PrototypeConflict> prototype_conflicts(const std::vector<const Linka
     declares = declares || may_declare(code->bytes());
   }
   if (ptx.size() < 2 || !declares) return {};
-  std::vector<std::vector<PtxPrototype>> prototypes;
-  std::map<std::string, std::pair<std::size_t, const PtxPrototype*>> definitions;  // first one
+  std::vector<std::shared_ptr<const std::vector<PtxPrototype>>> prototypes;
+  std::map<std::string_view, std::pair<std::size_t, const PtxPrototype*>> definitions;  // first one
   prototypes.reserve(ptx.size());
-  for (const LinkableCode* code : ptx) prototypes.push_back(function_prototypes(code->bytes()));
+  for (const LinkableCode* code : ptx) prototypes.push_back(remembered_prototypes(code->bytes()));
   for (std::size_t i = 0; i < ptx.size(); ++i) {
-    for (const PtxPrototype& prototype : prototypes[i]) {
+    for (const PtxPrototype& prototype : *prototypes[i]) {
       if (!prototype.declaration) definitions.emplace(prototype.name, std::pair{i, &prototype});
     }
   }
   std::vector<PrototypeConflict> out;
   for (std::size_t i = 0; i < ptx.size(); ++i) {
-    for (const PtxPrototype& declared : prototypes[i]) {
+    for (const PtxPrototype& declared : *prototypes[i]) {
       if (!declared.declaration) continue;
       const auto found = definitions.find(declared.name);
       if (found == definitions.end() || found->second.first == i) continue;
