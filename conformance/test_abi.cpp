@@ -116,14 +116,21 @@ TEST(NumbaAbi, NumbasOwnNameDemanglesTheSameWay) {
 TEST(NumbaAbi, ManglingEscapesAndNests) {
   const std::vector<std::string> v1{"v1"};
   EXPECT_EQ(abi::mangle_numba_tags("pkg.mod", "f", {Type::parse("float64"), Type::parse("int64*")}, v1),
-            "_ZN3pkg3mod1fB2v1EdPx");
-  EXPECT_EQ(abi::mangle_numba_tags("__main__", "my-fn", {}, v1), "_ZN8__main__7my_2dfnB2v1Ev");
+            "_ZN3pkg3mod1fB2v1Ed8int64_2a");
+  // No arguments add nothing (numba writes no 'v').
+  EXPECT_EQ(abi::mangle_numba_tags("__main__", "my-fn", {}, v1), "_ZN8__main__7my_2dfnB2v1E");
+  // No module: one identifier, not nested.
+  EXPECT_EQ(abi::mangle_numba_tags("", "add", {Type::parse("int32"), Type::parse("int32*")}, v1),
+            "_Z3addB2v1i8int32_2a");
+  EXPECT_EQ(abi::mangle_numba_tags("", "f", {}, v1), "_Z1fB2v1");
+  // An empty module part is a part ("0"), as numba splits "a..b".
+  EXPECT_EQ(abi::mangle_numba_tags("a..b", "f", {}, v1), "_ZN1a01b1fB2v1E");
   EXPECT_EQ(abi::mangle_numba_tags("__main__", "9lives", {Type::parse("uint8")}, v1),
             "_ZN8__main__7_9livesB2v1Eh");
   EXPECT_EQ(demangle(abi::mangle_numba_tags("pkg.mod", "f", {Type::parse("float32")}, v1)),
             "pkg::mod::f[abi:v1](float)");
   // Tags are escaped as names are (base64's '+', '/' and '='), digits first get a '_'.
-  EXPECT_EQ(abi::mangle_numba_tags("m", "f", {}, {"a+/=", "9x"}), "_ZN1m1fB10a_2b_2f_3dB3_9xEv");
+  EXPECT_EQ(abi::mangle_numba_tags("m", "f", {}, {"a+/=", "9x"}), "_ZN1m1fB10a_2b_2f_3dB3_9xE");
   // The function number is the first tag, the flags the second.
   EXPECT_EQ(abi::mangle_numba("m", "f", {}, {}, 42),
             abi::mangle_numba_tags("m", "f", {}, {"v42", abi::numba_flags_tag({})}));

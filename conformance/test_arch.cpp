@@ -47,6 +47,28 @@ TEST(ArchCompatibility, PtxRules) {
   EXPECT_FALSE(ptx_compiles_for(sm100f, Arch(12, 0)));
 }
 
+// A link for the device uses the device's arch-specific variant exactly when an input was
+// built for it; over every compute capability and suffix mix.
+TEST(ArchCompatibility, ALinkForTheDeviceUsesItsArchSpecificVariantOnlyWhenAnInputNeedsIt) {
+  const std::vector<std::pair<int, int>> capabilities{{7, 5}, {8, 0}, {8, 6}, {8, 9}, {9, 0}, {10, 0}, {12, 0}};
+  for (const auto& [major, minor] : capabilities) {
+    const Arch device(major, minor);
+    const Arch specific(major, minor, 'a');
+    EXPECT_EQ(link_arch_for_device(device, {}), device);
+    for (const auto& [other_major, other_minor] : capabilities) {
+      for (const char suffix : {'\0', 'a', 'f'}) {
+        const Arch input(other_major, other_minor, suffix);
+        const Arch expected = input == specific ? specific : device;
+        EXPECT_EQ(link_arch_for_device(device, {input}), expected) << device.sm() << " with " << input.sm();
+        // The order and company of inputs do not matter.
+        EXPECT_EQ(link_arch_for_device(device, {Arch(8, 0), input, device}), expected);
+      }
+    }
+    // A device given with a suffix is used as given.
+    EXPECT_EQ(link_arch_for_device(specific, {Arch(major, minor, 'f')}), specific);
+  }
+}
+
 TEST(ArchCompatibility, SassRules) {
   EXPECT_TRUE(sass_runs_on(Arch(8, 0), Arch(8, 6)));
   EXPECT_FALSE(sass_runs_on(Arch(8, 6), Arch(8, 0)));

@@ -100,6 +100,46 @@ TEST(LinkedCode, WhatALinkReportsSurvivesTheDiskTier) {
   EXPECT_EQ(hit.result.info_log, built.result.info_log);
   ASSERT_EQ(hit.result.dropped_duplicates.size(), 1u);
   EXPECT_EQ(hit.result.dropped_duplicates, built.result.dropped_duplicates);
+  EXPECT_EQ(hit.result.arch, built.result.arch);
+}
+
+// numba-cuda writes `.target sm_90a` PTX on an H100 (sm_90). A link for the device links it
+// for sm_90a and says so; the same link for an sm_90 asked for explicitly refuses it, naming
+// the file. (LinkOptions as link_options_for_device makes them, without a GPU.)
+TEST(LinkForTheDevice, TakesTheArchSpecificVariantTheDeviceRunsAndSaysSo) {
+  const auto options = [](bool for_device) {
+    LinkOptions o = test::link_options(LinkerBackend::nvjitlink, false, "sm_90");
+    o.arch_is_device = for_device;
+    return o;
+  };
+  const std::filesystem::path numba_ptx = test::scenario_path("fixtures/numba/add_i32_c_abi.ptx");
+  CacheConfig off;
+  off.mode = CacheMode::off;
+  BuildCache cache(off);
+  {
+    Linker linker(options(true), cache);
+    linker.add_file(numba_ptx);
+    linker.add_file(test::fixture_path("scale_kernel.ptx"));  // plain sm_90 PTX links too
+    const LinkResult result = linker.link();
+    EXPECT_EQ(result.arch, Arch(9, 0, 'a'));
+  }
+  {
+    Linker linker(options(true), cache);
+    linker.add_file(test::fixture_path("scale_kernel.ptx"));
+    EXPECT_EQ(linker.link().arch, Arch(9, 0)) << "no input needs sm_90a: the device's arch";
+  }
+  try {
+    Linker linker(options(false), cache);
+    linker.add_file(numba_ptx);
+    ADD_FAILURE() << "sm_90a PTX taken for an explicit sm_90 link";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::link) << error.what();
+    EXPECT_NE(std::string(error.what()).find("add_i32_c_abi.ptx"), std::string::npos) << error.what();
+  }
+  // The arch is part of the key: a link for the device is not another link's entry.
+  std::vector<LinkableCode> inputs{LinkableCode::from_path(numba_ptx)};
+  EXPECT_NE(link_key(inputs, options(true), LinkerBackend::nvjitlink).digest(),
+            link_key(inputs, options(false), LinkerBackend::nvjitlink).digest());
 }
 
 // The definitions check remembers inputs it has read by their exact bytes: an input of the

@@ -37,14 +37,12 @@ std::set<std::string> numba_symbols(const std::string& ptx) {
   return out;
 }
 
-// mangle_numba for no arguments ends in "Ev"; numba's names for these fixtures' functions
-// continue with argument types cujit's signatures do not spell (arrays, typerefs), so the
-// tests compare up to the "E".
+// mangle_numba for no arguments ends in "E", as numba's does; numba's names for these
+// fixtures' functions continue with argument types cujit's signatures do not spell (arrays,
+// typerefs), so the tests compare up to the "E".
 std::string mangled_prefix(const std::string& module, const std::string& name,
                            const abi::NumbaFlags& flags, unsigned uid) {
-  std::string s = abi::mangle_numba(module, name, {}, flags, uid);
-  s.pop_back();
-  return s;
+  return abi::mangle_numba(module, name, {}, flags, uid);
 }
 
 TEST(NumbaNames, DeclaringNumbasAddGivesItsExactSymbol) {
@@ -65,6 +63,34 @@ TEST(NumbaNames, DeclaringNumbasAddGivesItsExactSymbol) {
   EXPECT_NE(abi::mangle_numba("__main__", "add", {Type::parse("int64"), Type::parse("int64")}),
             numbas);
   EXPECT_NE(abi::mangle_numba("__main__", "add", add.signatures[0].args, {}, 2), numbas);
+}
+
+// numba counts the functions it compiles in a process: the second one is "B2v2", and one
+// compiled with options carries their tag. A declaration names both, so it reaches a
+// function numba did not compile first with default flags.
+TEST(NumbaNames, ADeclarationCarriesNumbasFunctionNumberAndFlags) {
+  const std::string ptx = numba_fixture("add_i32_numba_abi.ptx");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(ptx, match, std::regex(R"(\.visible \.func\s+\([^)]*\)\s*(_ZN\w+)\()")));
+  const std::string numbas = match[1].str();
+  DeclaredFunction add;
+  add.name = "add";
+  add.signatures = {Signature::parse("int32(int32, int32)")};
+  for (const unsigned uid : {1u, 2u, 19u, 1234u}) {
+    add.numba_uid = uid;
+    const std::string symbol = add.symbol(add.signatures[0]);
+    const std::string tag = "B" + std::to_string(1 + std::to_string(uid).size()) + "v" + std::to_string(uid);
+    const std::string head = "_ZN8__main__3add";
+    EXPECT_EQ(symbol.substr(0, head.size() + tag.size()), head + tag) << symbol;
+    // Everything after the function number is numba's own text for uid 1 ("B2v1").
+    EXPECT_EQ(symbol.substr(head.size() + tag.size()), numbas.substr(head.size() + 4)) << symbol;
+  }
+  add.numba_uid = 1;
+  abi::NumbaFlags debug;
+  debug.debug = true;
+  add.numba_flags = debug;
+  EXPECT_NE(add.symbol(add.signatures[0]), numbas);
+  EXPECT_EQ(add.symbol(add.signatures[0]), abi::mangle_numba("__main__", "add", add.signatures[0].args, debug, 1));
 }
 
 TEST(NumbaNames, EveryTaggedNameInTheFixturesIsReproduced) {

@@ -475,7 +475,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Campaign{"cubin_with_calls", "mixed_kernel.cubin", Format::cubin, false, 1000,
                                {"dev_add.cubin", "dev_mul.cubin"}},
                       Campaign{"fatbin_with_calls", "mixed_kernel_sass.fatbin", Format::fatbin, false,
-                               1000, {"dev_add.cubin", "dev_mul.cubin"}}),
+                               1000, {"dev_add.cubin", "dev_mul.cubin"}},
+                      // Relocatable code with CUDA's NOBITS .nv.global (no file bytes, exempt
+                      // from the range checks, issue 26) and initialised, constant and
+                      // managed data: the exemption must not let damage through.
+                      Campaign{"cubin_device_data", "device_data.cubin", Format::cubin, false, 800},
+                      Campaign{"object_device_data", "device_data.o", Format::object, false, 400}),
     [](const auto& cell) { return cell.param.label; });
 
 }  // namespace

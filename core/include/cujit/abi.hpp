@@ -110,8 +110,10 @@ CompiledFunction compile_for_current_device(const DeviceFunction& function,
 
 /// numba-cuda's name for a function: "_ZN" + length-prefixed module parts and name
 /// (characters outside [A-Za-z0-9_] escaped as _xx) + "B2v<uid>" + "B<len><flags tag>" +
-/// "E" + Itanium argument codes, e.g. for __main__.add(int32, int32) with the default
-/// flags "_ZN8__main__3addB2v1B92cw51c...AEii", the symbol numba-cuda 0.30.4 emits.
+/// "E" + argument codes (Type::itanium; nothing for no arguments), e.g. for
+/// __main__.add(int32, int32) with the default flags "_ZN8__main__3addB2v1B92cw51c...AEii",
+/// the symbol numba-cuda 0.30.4 emits. With an empty module the name is not nested:
+/// "_Z3addB2v1B92...ii".
 /// Throws Error(unsupported) as numba_flags_tag does.
 std::string mangle_numba(const std::string& module, const std::string& name,
                          const std::vector<Type>& args, const NumbaFlags& flags = {},

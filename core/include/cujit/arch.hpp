@@ -6,6 +6,7 @@
 #include <compare>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cujit {
 
@@ -56,6 +57,13 @@ class Arch {
 /// only that exact arch) and family PTX ('f': the same major version, same or newer minor).
 /// Pure.
 bool ptx_compiles_for(const Arch& ptx_target, const Arch& target) noexcept;
+/// The architecture a link for a device of architecture `device` uses, given what its
+/// inputs were built for: `device`, or its arch-specific variant (sm_90a for an sm_90
+/// device) when an input was built for exactly that variant, which the device runs (numba-cuda
+/// writes `.target sm_90a` PTX on an H100). Inputs for another arch-specific variant change
+/// nothing (the link then refuses them, naming them). Pure.
+Arch link_arch_for_device(const Arch& device, const std::vector<Arch>& inputs) noexcept;
+
 /// Whether SASS built for `built` runs on `target`: same major version, same or newer
 /// minor. Pure.
 bool sass_runs_on(const Arch& built, const Arch& target) noexcept;

@@ -70,6 +70,11 @@ struct LinkFlags {
 struct LinkOptions {
   /// The architecture linked for.
   Arch arch;
+  /// `arch` is the device's (link_options_for_device), not asked for: an input built for
+  /// the arch-specific variant of `arch` (sm_90a PTX for an sm_90 device, which runs it)
+  /// makes the link use that variant (link_arch_for_device), and LinkResult::arch says so.
+  /// With false, `arch` is used as given, and such an input is refused.
+  bool arch_is_device = false;
   /// Link-time optimisation over the LTO-IR inputs. nvJitLink only; with no LTO-IR among
   /// the inputs it is a no-op rather than nvJitLink's NO_MODULE_IN_PROGRAM failure.
   bool lto = false;
@@ -117,6 +122,10 @@ std::vector<LinkOption> options_set(const LinkOptions& options);
 /// levels 1 and 2; for the driver: math flags, kernels_used, variables_used, ptxas_options,
 /// nvjitlink_options).
 void check_link_options(const LinkOptions& options, LinkerBackend backend);
+
+/// Options for a link for device `ordinal`: its architecture, arch_is_device set.
+/// \throws CudaError when there is no such device or no driver (needs a GPU).
+LinkOptions link_options_for_device(int ordinal = 0);
 
 /// The nvJitLink option strings of `options` after "-arch=" and "-lto": the flags in
 /// canonical order, then nvjitlink_options verbatim. `lto` says whether the link runs LTO:

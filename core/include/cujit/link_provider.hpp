@@ -63,6 +63,12 @@ struct DeclaredFunction {
   std::vector<Signature> signatures;   ///< at least one; one for the C ABI
   abi::Abi abi = abi::Abi::numba;      ///< how symbols are named and called
   std::optional<std::string> abi_name; ///< C ABI only: the symbol, when not the name
+  /// Numba ABI only: the flags the definition was compiled with (their tag is part of the
+  /// symbol); the default is a device function compiled with no options.
+  abi::NumbaFlags numba_flags;
+  /// Numba ABI only: the definition's function number ("v<uid>" tag), which numba counts
+  /// per process: 1 for the first function numba compiled, "B2v2" for the second.
+  unsigned numba_uid = 1;
   /// Linked whenever the kernel calls this function.
   std::vector<LinkableCode> link;
   /// Asked for code per signature the kernel calls (may be null).

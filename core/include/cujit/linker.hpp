@@ -55,6 +55,9 @@ struct LinkResult {
   LinkerBackend backend;  ///< the backend that linked
   /// Inputs that were dropped because an identical input (same format and bytes) came first.
   std::vector<std::string> dropped_duplicates;
+  /// The architecture linked for: LinkOptions::arch, or its arch-specific variant where a
+  /// link for the device took an input built for it (LinkOptions::arch_is_device).
+  Arch arch;
 };
 
 /// A link through the cache (Linker::link_cached).

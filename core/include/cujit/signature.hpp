@@ -24,7 +24,9 @@ struct Type {
   std::string str() const;
   /// CUDA C++ spelling: "double*". Never throws except std::bad_alloc.
   std::string cuda() const;
-  /// Itanium mangling code as numba writes it: "Pd". Never throws except std::bad_alloc.
+  /// Itanium mangling code as numba-cuda writes it: "d" for float64; a pointer, for which
+  /// numba has no code, as its name mangled as an identifier: "10float64_2a" for float64*.
+  /// Never throws except std::bad_alloc.
   std::string itanium() const;
   /// Bytes of a value of this type (8 for pointers).
   std::size_t size() const noexcept;

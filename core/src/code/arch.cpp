@@ -56,6 +56,15 @@ bool ptx_compiles_for(const Arch& ptx_target, const Arch& target) noexcept {
   return target.number() >= ptx_target.number();
 }
 
+Arch link_arch_for_device(const Arch& device, const std::vector<Arch>& inputs) noexcept {
+  if (device.suffix() != '\0') return device;
+  const Arch specific(device.major(), device.minor(), 'a');
+  for (const Arch& input : inputs) {
+    if (input == specific) return specific;
+  }
+  return device;
+}
+
 bool sass_runs_on(const Arch& built, const Arch& target) noexcept {
   return built.major() == target.major() && built.minor() <= target.minor();
 }

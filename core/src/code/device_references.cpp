@@ -32,6 +32,8 @@ constexpr std::uint64_t section_header_size = 64;
 constexpr std::uint64_t symbol_size = 24;
 constexpr std::uint32_t sht_symtab = 2;
 constexpr std::uint32_t sht_nobits = 8;
+// CUDA's NOBITS type (`.nv.global` in relocatable code): no file bytes either.
+constexpr std::uint32_t sht_cuda_nobits = 0x70000007;
 constexpr unsigned stb_global = 1;
 constexpr unsigned stb_weak = 2;
 
@@ -69,7 +71,7 @@ std::vector<Section> elf_sections(std::string_view elf) {
 }
 
 std::optional<std::string_view> contents(std::string_view elf, const Section& section) {
-  if (section.type == sht_nobits) return std::nullopt;
+  if (section.type == sht_nobits || section.type == sht_cuda_nobits) return std::nullopt;
   return slice(elf, section.offset, section.size);
 }
 

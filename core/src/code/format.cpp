@@ -158,6 +158,14 @@ constexpr std::uint32_t sht_cuda_compat = 0x70000086;
 // Shared-memory sections: like SHT_NOBITS, their offset points anywhere.
 constexpr std::uint32_t sht_cuda_shared = 0x7000000a;
 constexpr std::uint32_t sht_cuda_shared_reserved = 0x70000015;
+// `.nv.global` in relocatable code (nvcc -rdc, NVRTC -rdc): uninitialised __device__ data,
+// a NOBITS section of CUDA's own type. Its offset and size describe memory, not file bytes
+// (a few KB array lies past the end of the file), exactly as for SHT_NOBITS.
+constexpr std::uint32_t sht_cuda_nobits = 0x70000007;
+
+// Whether a section of this type has bytes in the file (SHT_NOBITS and CUDA's NOBITS
+// `.nv.global` have none).
+constexpr bool in_file(std::uint32_t type) { return type != sht_nobits && type != sht_cuda_nobits; }
 constexpr std::uint32_t cuda_constant_banks = 18;
 
 constexpr std::uint64_t shf_execinstr = 0x4;
@@ -209,7 +217,7 @@ struct Elf {
   std::uint32_t count() const { return static_cast<std::uint32_t>(sections.size()); }
   // Only for sections whose range has been checked.
   std::string_view contents(const ElfSection& section) const {
-    if (section.type == sht_nobits) return {};
+    if (!in_file(section.type)) return {};
     return slice(bytes, section.offset, section.size).value_or(std::string_view{});
   }
   std::string_view name(std::uint32_t index) const {
@@ -368,7 +376,7 @@ std::string section_problem(const Elf& elf, std::uint32_t i) {
     return "section " + str(i) + " names byte " + str(s.name) + " of the section name table, which has " +
            str(elf.names.size());
   }
-  if (s.type != sht_nobits && !fits(s.offset, s.size, elf.bytes.size())) {
+  if (in_file(s.type) && !fits(s.offset, s.size, elf.bytes.size())) {
     return "truncated: " + elf.label(i) + " ends at byte " + str(saturated_end(s.offset, s.size, 1)) +
            " but the file has " + str(elf.bytes.size());
   }
@@ -377,7 +385,7 @@ std::string section_problem(const Elf& elf, std::uint32_t i) {
   }
   // nvJitLink divides by a cubin section's alignment.
   if (elf.cubin() && s.align == 0) return elf.label(i) + " has alignment 0";
-  if (s.type != sht_nobits && s.size != 0 && s.align > 1 && s.offset % s.align != 0) {
+  if (in_file(s.type) && s.size != 0 && s.align > 1 && s.offset % s.align != 0) {
     return elf.label(i) + " at byte " + str(s.offset) + " is not aligned to " + str(s.align);
   }
   if (s.link >= count) {
@@ -449,7 +457,7 @@ std::string overlap_problem(const Elf& elf) {
   }
   for (std::uint32_t i = 1; i < elf.count(); ++i) {
     const ElfSection& s = elf.sections[i];
-    if (s.type == sht_nobits || s.type == sht_null || s.size == 0) continue;
+    if (!in_file(s.type) || s.type == sht_null || s.size == 0) continue;
     if (elf.cubin() && (s.type == sht_cuda_shared || s.type == sht_cuda_shared_reserved)) continue;
     ranges.push_back({s.offset, s.offset + s.size, is_structure(elf, s.type), elf.label(i)});
   }
@@ -1204,7 +1212,7 @@ std::string host_object_problem(std::string_view bytes, DeviceCode device_code) 
   }
   bool found = false;
   for (std::uint32_t i = 1; i < elf.count(); ++i) {
-    if (!is_fatbin_section(elf.name(i)) || elf.sections[i].type == sht_nobits) continue;
+    if (!is_fatbin_section(elf.name(i)) || !in_file(elf.sections[i].type)) continue;
     found = true;
     if (std::string problem = fatbin_problem(elf.contents(elf.sections[i])); !problem.empty()) {
       return elf.label(i) + ": " + problem;

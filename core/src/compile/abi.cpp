@@ -181,19 +181,24 @@ std::string mangle_numba(const std::string& module, const std::string& name,
 std::string mangle_numba_tags(const std::string& module, const std::string& name,
                               const std::vector<Type>& args,
                               const std::vector<std::string>& abi_tags) {
-  std::string out = "_ZN";
-  std::size_t start = 0;
-  while (start <= module.size()) {
-    const std::size_t dot = module.find('.', start);
-    const std::size_t end = dot == std::string::npos ? module.size() : dot;
-    if (end > start) out += length_prefixed(std::string_view(module).substr(start, end - start));
-    if (dot == std::string::npos) break;
-    start = dot + 1;
+  // numba-cuda 0.30.4 mangles "module.name" split at '.': with more than one part (any
+  // module) the parts nest in N...E, the tags inside; a function of no module is one part,
+  // not nested. Every part counts, an empty one ("a..b") as "0". The argument codes follow;
+  // no arguments add nothing (numba writes no 'v').
+  std::string nested;
+  if (!module.empty()) {
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t dot = module.find('.', start);
+      const std::size_t end = dot == std::string::npos ? module.size() : dot;
+      nested += length_prefixed(std::string_view(module).substr(start, end - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
   }
-  out += length_prefixed(name);
-  for (const std::string& tag : abi_tags) out += "B" + length_prefixed(tag);
-  out += "E";
-  if (args.empty()) return out + "v";
+  nested += length_prefixed(name);
+  for (const std::string& tag : abi_tags) nested += "B" + length_prefixed(tag);
+  std::string out = module.empty() ? "_Z" + nested : "_ZN" + nested + "E";
   for (const Type& arg : args) out += arg.itanium();
   return out;
 }

@@ -71,8 +71,12 @@ std::string Type::str() const { return std::string(info(scalar).numba) + std::st
 std::string Type::cuda() const { return std::string(info(scalar).cuda) + std::string(pointers, '*'); }
 
 std::string Type::itanium() const {
-  std::string code(pointers, 'P');
-  return code + std::string(info(scalar).itanium);
+  if (pointers == 0) return std::string(info(scalar).itanium);
+  // numba has no code for a pointer (types.CPointer): it mangles the type's name as an
+  // identifier, '*' escaped as _2a: "int32*" is "8int32_2a", not C++'s "Pi".
+  std::string name(info(scalar).numba);
+  for (int i = 0; i < pointers; ++i) name += "_2a";
+  return std::to_string(name.size()) + name;
 }
 
 std::size_t Type::size() const noexcept { return pointers > 0 ? 8 : info(scalar).size; }

@@ -84,6 +84,7 @@ KernelBuilder::KernelBuilder(std::string kernel_name, KernelOptions options, Bui
   const CompileOptions& compile = link.compile;
   memo_fields_.add("kernel", kernel_name_)
       .add("arch", link.arch.sm())
+      .add("arch_is_device", link.arch_is_device ? 1 : 0)
       .add("lto", link.lto ? 1 : 0)
       .add("backend", link.backend ? std::string(to_string(*link.backend)) : "unset")
       .add("relocatable", compile.relocatable ? 1 : 0)
@@ -139,7 +140,9 @@ KernelBuilder& KernelBuilder::declare(DeclaredFunction function) {
   memo_fields_.add("declared", function.name)
       .add("module", function.module)
       .add("abi", abi::to_string(function.abi))
-      .add("abi_name", function.abi_name.value_or(""));
+      .add("abi_name", function.abi_name.value_or(""))
+      .add("numba_flags", function.numba_flags.summary())
+      .add("numba_uid", std::to_string(function.numba_uid));
   for (const Signature& signature : function.signatures) memo_fields_.add("signature", signature.str());
   for (const LinkableCode& item : function.link) name_in_memo("declared_link", item);
   if (function.provider) {

@@ -115,7 +115,7 @@ LinkProvider::LinkProvider(const LinkProvider&) noexcept : identity_(next_provid
 
 std::string DeclaredFunction::symbol(const Signature& signature) const {
   if (abi == abi::Abi::c) return abi_name.value_or(name);
-  return abi::mangle_numba(module, name, signature.args);
+  return abi::mangle_numba(module, name, signature.args, numba_flags, numba_uid);
 }
 
 void DeclaredFunction::validate() const {

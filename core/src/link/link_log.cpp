@@ -51,6 +51,34 @@ std::vector<std::string> duplicate_symbols(std::string_view log) {
   return distinct_symbols(log, {"Multiple definition of", "Linking globals named"});
 }
 
+std::vector<PrototypeMismatch> prototype_mismatches(std::string_view log) {
+  std::vector<PrototypeMismatch> out;
+  constexpr std::string_view phrase = "Prototype doesn't match for '";
+  constexpr std::string_view first = "first defined in '";
+  for (std::size_t at = log.find(phrase); at != std::string_view::npos; at = log.find(phrase, at + 1)) {
+    const std::size_t start = at + phrase.size();
+    const std::string_view symbol = quoted(log, start);
+    if (symbol.empty()) continue;
+    PrototypeMismatch mismatch{std::string(symbol), {}, {}};
+    std::size_t line_end = log.find('\n', start);
+    if (line_end == std::string_view::npos) line_end = log.size();
+    const std::string_view line = log.substr(start, line_end - start);
+    constexpr std::string_view in = "' in '";
+    if (line.compare(symbol.size(), in.size(), in) == 0) {
+      mismatch.input = std::string(quoted(line, symbol.size() + in.size()));
+    }
+    if (const std::size_t defined = line.find(first); defined != std::string_view::npos) {
+      mismatch.defined_in = std::string(quoted(line, defined + first.size()));
+    }
+    if (std::none_of(out.begin(), out.end(), [&](const PrototypeMismatch& seen) {
+          return seen.symbol == mismatch.symbol && seen.input == mismatch.input;
+        })) {
+      out.push_back(std::move(mismatch));
+    }
+  }
+  return out;
+}
+
 bool has_error_line(std::string_view log) noexcept {
   return log.rfind("error", 0) == 0 || log.find("\nerror") != std::string_view::npos;
 }

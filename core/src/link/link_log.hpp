@@ -27,6 +27,16 @@ std::vector<std::string> unresolved_symbols(std::string_view log);
 // 'g'"); each once, sorted.
 std::vector<std::string> duplicate_symbols(std::string_view log);
 
+// A declaration whose prototype does not match the definition: nvJitLink's "Prototype
+// doesn't match for 'f' in '<input>', first defined in '<input>'" (written only to stderr
+// unless the link is LTO).
+struct PrototypeMismatch {
+  std::string symbol;
+  std::string input;         // where the mismatch was found
+  std::string defined_in;    // "first defined in"; empty when the line names none
+};
+std::vector<PrototypeMismatch> prototype_mismatches(std::string_view log);
+
 // Whether a line of `log` is an error ("error   : ...", as nvJitLink and ptxas write them).
 bool has_error_line(std::string_view log) noexcept;
 

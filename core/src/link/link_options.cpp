@@ -190,6 +190,13 @@ void check_link_options(const LinkOptions& options, LinkerBackend backend) {
   }
 }
 
+LinkOptions link_options_for_device(int ordinal) {
+  LinkOptions options;
+  options.arch = Arch::of_device(ordinal);
+  options.arch_is_device = true;
+  return options;
+}
+
 std::vector<std::string> nvjitlink_option_strings(const LinkOptions& options, bool lto) {
   const LinkFlags& flags = options.flags;
   std::vector<std::string> out;

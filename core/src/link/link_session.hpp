@@ -35,18 +35,10 @@ class LinkSession {
 };
 
 // `extra`: the option strings after -arch and -lto (nvjitlink_option_strings).
-// `watch_stderr`: capture what nvJitLink prints during the link and fail a step whose
-// printed errors name this session's inputs (needed only where nvJitLink reports errors
-// nowhere else: stderr_only_errors_possible).
+// Every session hears what nvJitLink prints to stderr during its calls, and a step whose
+// printed errors name this session's inputs fails (nvjitlink_session.cpp says why).
 std::unique_ptr<LinkSession> open_nvjitlink_session(const Arch& arch, bool lto,
-                                                    const std::vector<std::string>& extra,
-                                                    bool watch_stderr);
-
-// Whether nvJitLink 13.0 can report an error about these inputs only on stderr: a symbol
-// defined twice where one definition is inside a fatbin, host object or archive. Duplicates
-// among PTX and cubins are found before the link (the definitions check), and those with
-// LTO-IR are reported in the error log.
-bool stderr_only_errors_possible(const std::vector<Format>& formats) noexcept;
+                                                    const std::vector<std::string>& extra);
 // `flags` as CU_JIT_* options (driver_jit_options.hpp); checked by check_link_options.
 std::unique_ptr<LinkSession> open_driver_session(const Arch& arch, const LinkFlags& flags);
 

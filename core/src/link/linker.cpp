@@ -17,7 +17,9 @@
 #include "link/compile_sources.hpp"
 #include "link/link_session.hpp"
 #include "link/nvjitlink_api.hpp"
+#include "link/prototype_check.hpp"
 #include "support/library_identity.hpp"
+#include "support/ptx_scan.hpp"
 #include "support/record.hpp"
 #include "support/trace_range.hpp"
 
@@ -50,12 +52,33 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// The inputs that declare `symbol` (.extern .func in PTX): nvJitLink names only where it
+// met the definition.
+std::string declaring_inputs(const std::vector<const LinkableCode*>& inputs, const std::string& symbol) {
+  std::string out;
+  for (const LinkableCode* code : inputs) {
+    if (code->format() != Format::ptx) continue;
+    const std::vector<std::string> declared = detail::extern_functions(code->bytes());
+    if (std::find(declared.begin(), declared.end(), symbol) == declared.end()) continue;
+    out += (out.empty() ? "" : ", ") + describe_input(*code);
+  }
+  return out;
+}
+
 [[noreturn]] void throw_link_error(const detail::LinkSession& session,
                                    const detail::StepStatus& step, const std::string& what,
-                                   const std::string& error_log, const std::string& info_log) {
+                                   const std::string& error_log, const std::string& info_log,
+                                   const std::vector<const LinkableCode*>& inputs) {
   std::vector<std::string> unresolved = detail::unresolved_symbols(error_log);
   std::vector<std::string> duplicates = detail::duplicate_symbols(error_log);
   std::string message = what + " failed: " + step.status;
+  for (const detail::PrototypeMismatch& mismatch : detail::prototype_mismatches(error_log)) {
+    const std::string declared = declaring_inputs(inputs, mismatch.symbol);
+    message += "; the prototype of '" + mismatch.symbol + "'" +
+               (declared.empty() ? std::string() : " declared in " + declared) +
+               " does not match its definition in '" +
+               (mismatch.defined_in.empty() ? mismatch.input : mismatch.defined_in) + "'";
+  }
   if (step.input_too_new) {
     message += "; the input was made by a newer toolkit than this nvJitLink (" + nvjitlink_version() +
                ") can read";
@@ -104,13 +127,49 @@ void check_duplicate_definitions(const std::vector<const LinkableCode*>& inputs,
                   std::move(duplicates));
 }
 
+// A PTX declaration whose PTX definition has another prototype, refused before either
+// backend (link/prototype_check.hpp says why), naming both inputs and both prototypes.
+template <class What>
+void check_prototypes(const std::vector<const LinkableCode*>& inputs, const What& what) {
+  const std::vector<detail::PrototypeConflict> conflicts = detail::prototype_conflicts(inputs);
+  if (conflicts.empty()) return;
+  std::string detail;
+  for (const detail::PrototypeConflict& conflict : conflicts) {
+    detail += (detail.empty() ? "" : "; ") + std::string("'") + conflict.symbol + "' is declared in " +
+              describe_input(*conflict.declaring) + " as " + detail::to_string(conflict.declared) +
+              " but defined in " + describe_input(*conflict.defining) + " as " +
+              detail::to_string(conflict.defined);
+    const std::string cause = detail::likely_cause(conflict.declared, conflict.defined);
+    if (!cause.empty()) detail += " (likely cause: " + cause + ")";
+  }
+  throw LinkError("Linker (prototype check, before the backend)",
+                  what() + " failed: a declaration does not match its definition's prototype: " + detail,
+                  {}, {}, {});
+}
+
 std::unique_ptr<detail::LinkSession> open_session(LinkerBackend backend, const LinkOptions& options,
-                                                  bool lto, const std::vector<const LinkableCode*>& inputs) {
-  if (backend == LinkerBackend::driver) return detail::open_driver_session(options.arch, options.flags);
-  std::vector<Format> formats;
-  for (const LinkableCode* code : inputs) formats.push_back(code->format());
-  return detail::open_nvjitlink_session(options.arch, lto, nvjitlink_option_strings(options, lto),
-                                        detail::stderr_only_errors_possible(formats));
+                                                  const Arch& arch, bool lto) {
+  if (backend == LinkerBackend::driver) return detail::open_driver_session(arch, options.flags);
+  return detail::open_nvjitlink_session(arch, lto, nvjitlink_option_strings(options, lto));
+}
+
+// The architecture a link uses: the one asked for, or for a link for the device
+// (LinkOptions::arch_is_device) its arch-specific variant where a PTX input's .target is
+// that variant (link_arch_for_device).
+Arch linked_arch(const LinkOptions& options, const std::vector<const LinkableCode*>& inputs) {
+  if (!options.arch_is_device) return options.arch;
+  std::vector<Arch> built;
+  for (const LinkableCode* code : inputs) {
+    if (code->format() != Format::ptx) continue;
+    const auto declared = ptx_target(code->bytes());
+    if (!declared) continue;
+    try {
+      built.push_back(Arch::parse(*declared));
+    } catch (const Error&) {
+      // an unusual .target is left to the backend to judge
+    }
+  }
+  return link_arch_for_device(options.arch, built);
 }
 
 // A step the backend reports as done, with an error in its log, failed: nvJitLink 13.0
@@ -196,6 +255,8 @@ void Linker::check_target_arch(const LinkableCode& code, const char* component) 
       return;  // an unusual .target is left to the backend to judge
     }
     if (ptx_compiles_for(ptx_arch, target)) return;
+    // A link for the device takes its arch-specific variant (linked_arch), which it runs.
+    if (options_.arch_is_device && ptx_arch == link_arch_for_device(target, {ptx_arch})) return;
     throw Error(ErrorKind::link, component,
                 describe_input(code) + ": PTX with .target '" + *declared +
                     "' cannot be compiled for architecture '" + target.sm() + "'");
@@ -293,7 +354,8 @@ std::map<std::string, std::string> lowered_names_of(const std::vector<const Link
 std::string encode_link(const LinkResult& result) {
   detail::Record record{{"cubin", result.code.bytes()}, {"name", result.code.name()},
                         {"info_log", result.info_log},
-                        {"dropped", std::to_string(result.dropped_duplicates.size())}};
+                        {"dropped", std::to_string(result.dropped_duplicates.size())},
+                        {"arch", result.arch.sm()}};
   for (std::size_t i = 0; i < result.dropped_duplicates.size(); ++i) {
     record["dropped." + std::to_string(i)] = result.dropped_duplicates[i];
   }
@@ -304,8 +366,14 @@ std::string encode_link(const LinkResult& result) {
 std::optional<LinkResult> decode_link(std::string_view payload, LinkerBackend backend) {
   auto record = detail::decode_record(payload);
   if (!record || record->count("cubin") == 0 || record->count("name") == 0 ||
-      record->count("dropped") == 0) {
+      record->count("dropped") == 0 || record->count("arch") == 0) {
     return std::nullopt;
+  }
+  Arch arch;
+  try {
+    arch = Arch::parse(record->at("arch"));
+  } catch (const Error&) {
+    return std::nullopt;  // not an architecture: a miss
   }
   std::map<std::string, std::string> lowered;
   std::vector<std::string> dropped;
@@ -318,7 +386,7 @@ std::optional<LinkResult> decode_link(std::string_view payload, LinkerBackend ba
     LinkableCode code = LinkableCode::cubin(std::move(record->at("cubin")), record->at("name"));
     return LinkResult{std::move(code).set_lowered_names(std::move(lowered)),
                       record->count("info_log") ? record->at("info_log") : std::string{}, backend,
-                      std::move(dropped)};
+                      std::move(dropped), arch};
   } catch (const Error&) {
     return std::nullopt;  // not a cubin: a miss
   }
@@ -332,7 +400,7 @@ CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& op
   CacheKey key("link");
   key.add("backend", to_string(backend));
   key.add("linker", backend == LinkerBackend::driver ? detail::driver_identity() : nvjitlink_identity());
-  key.add("arch", options.arch.sm());
+  key.add("arch", linked_arch(options, unique).sm());
   key.add("lto", options.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {
                    return carries_ltoir(c->format(), c->bytes());
                  }) ? 1 : 0);
@@ -351,42 +419,45 @@ LinkResult Linker::link() const try {
   const detail::TraceRange range(link_range_name(backend_));
   std::vector<std::string> dropped;
   const std::vector<const LinkableCode*> unique = distinct_inputs(inputs_, &dropped);
+  const Arch arch = linked_arch(options_, unique);
   // Built only when a message needs it: describing an unnamed input hashes its bytes.
-  const auto what = [&] { return "linking " + describe_inputs(unique) + " for " + options_.arch.sm(); };
+  const auto what = [&] { return "linking " + describe_inputs(unique) + " for " + arch.sm(); };
   if (unique.empty()) {
     throw Error(ErrorKind::usage, "Linker::link", what() + ": nothing was added");
   }
   check_duplicate_definitions(unique, what);
+  check_prototypes(unique, what);
   // nvJitLink fails an LTO link that has no LTO-IR (NO_MODULE_IN_PROGRAM): LTO is asked
   // for only when there is IR to optimise.
   const bool lto = options_.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {
                      return carries_ltoir(c->format(), c->bytes());
                    });
-  auto session = open_session(backend_, options_, lto, unique);
+  auto session = open_session(backend_, options_, arch, lto);
   for (const LinkableCode* code : unique) {
     // The error log accumulates: what an add writes under a success status is judged after
     // completion, with the whole log, so a successful add reads no log.
     const detail::StepStatus step = session->add(*code);
     if (!step.ok) {
-      throw_link_error(*session, step, "adding " + describe_input(*code) + " for " +
-                                           options_.arch.sm(),
-                       session->error_log(), session->info_log());
+      throw_link_error(*session, step, "adding " + describe_input(*code) + " for " + arch.sm(),
+                       session->error_log(), session->info_log(), unique);
     }
   }
   const detail::StepStatus completed = session->complete();
   const std::string error_log = session->error_log();
   const std::string info_log = session->info_log();
   detail::StepStatus step = judged_by_log(completed, error_log);
-  if (!step.ok) throw_link_error(*session, step, what(), error_log, info_log);
+  if (!step.ok) throw_link_error(*session, step, what(), error_log, info_log, unique);
   Bytes image;
   step = session->cubin(image);
-  if (!step.ok) throw_link_error(*session, step, what() + " (reading the linked cubin)", error_log, info_log);
+  if (!step.ok) {
+    throw_link_error(*session, step, what() + " (reading the linked cubin)", error_log, info_log, unique);
+  }
   const std::string& first = unique.front()->name();
   const std::string stem = first.substr(0, first.rfind('.') == std::string::npos ? first.size() : first.rfind('.'));
   LinkableCode code = detail::LinkableCodeAccess::linker_output(
       std::move(image), (stem.empty() ? "linked" : stem) + ".linked.cubin");
   return LinkResult{std::move(code).set_lowered_names(lowered_names_of(unique)), info_log, backend_,
-                    std::move(dropped)};
+                    std::move(dropped), arch};
 } catch (const Error& error) {
   detail::capture_failure_of([&] { return detail::failed_link(*this); }, error);
   throw;

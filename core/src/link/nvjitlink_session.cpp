@@ -51,9 +51,8 @@ void run_step_hook(const char* call, const void* data, std::size_t size) {
 
 class NvJitLinkSession final : public LinkSession {
  public:
-  NvJitLinkSession(const Arch& arch, bool lto, const std::vector<std::string>& extra, bool watch_stderr)
-      : tap_scope_(watch_stderr ? std::make_unique<StderrTapScope>() : nullptr),
-        tag_(watch_stderr ? unique_stderr_tag() : std::string()) {
+  NvJitLinkSession(const Arch& arch, bool lto, const std::vector<std::string>& extra)
+      : tag_(unique_stderr_tag()), capture_(tag_) {
     std::vector<std::string> options{"-arch=" + arch.sm()};
     if (lto) options.emplace_back("-lto");
     options.insert(options.end(), extra.begin(), extra.end());
@@ -92,7 +91,7 @@ class NvJitLinkSession final : public LinkSession {
     names_.push_back((code.name().empty() ? "unnamed " + std::string(to_string(code.format())) : code.name()) +
                      tag_);
     const char* name = names_.back().c_str();
-    return captured("nvJitLinkAddData", [&] {
+    return captured("nvJitLinkAddData", false, [&] {
       run_step_hook("nvJitLinkAddData", code.bytes().data(), code.bytes().size());
       return nvjitlink().nvJitLinkAddData(handle_, type, code.bytes().data(), code.bytes().size(),
                                         name);
@@ -100,7 +99,7 @@ class NvJitLinkSession final : public LinkSession {
   }
 
   StepStatus complete() override {
-    return captured("nvJitLinkComplete", [&] {
+    return captured("nvJitLinkComplete", true, [&] {
       run_step_hook("nvJitLinkComplete", nullptr, 0);
       return nvjitlink().nvJitLinkComplete(handle_);
     });
@@ -128,18 +127,22 @@ class NvJitLinkSession final : public LinkSession {
   std::string backend_name() const override { return "nvJitLink"; }
 
  private:
-  // nvJitLink 13.0 reports some errors (multiple definitions involving code inside a
-  // fatbin, object or archive, found while adding it or at completion) only as "@E@" lines
-  // on stderr, with NVJITLINK_SUCCESS. In a session that watches stderr, each call that can
-  // print (AddData, Complete) runs under a stderr capture, and such lines that name this
-  // session's (tagged) inputs make the step fail; nothing another thread prints can. The
-  // session's tap_scope_ keeps the tap installed from the first step to the last.
+  // nvJitLink 13.0 reports some errors only as "@E@" lines on stderr, with
+  // NVJITLINK_SUCCESS: multiple definitions involving code inside a fatbin, object or
+  // archive, and a declaration whose prototype does not match its definition, on every input
+  // mix (PTX only included; the session once listened only where a fatbin, object or archive
+  // was linked, and returned a cubin that faulted when launched). So every call that can
+  // print (AddData, Complete) is followed by reading what the session's capture heard, and
+  // such lines that name this session's (tagged) inputs make the step fail; nothing another
+  // thread prints can. The tap stays installed between links and the session joins it once
+  // (support/stderr_capture.hpp). What an AddData that succeeded printed is read with
+  // Complete's (`read_now` false: the lines wait in the tap's journal), so a link pays one
+  // non-blocking read, plus one per failed step; a mismatch nvJitLink prints while adding
+  // then fails the link at completion, with the same message.
   template <class Call>
-  StepStatus captured(const char* name, Call call) {
-    if (!tap_scope_) return status(name, call(), {});
-    StderrCapture capture(tag_);
+  StepStatus captured(const char* name, bool read_now, Call call) {
     const nvJitLinkResult result = call();
-    std::string messages = capture.finish();
+    std::string messages = read_now || result != NVJITLINK_SUCCESS ? capture_.take() : std::string();
     stderr_messages_ += messages;
     return status(name, result, messages);
   }
@@ -168,25 +171,14 @@ class NvJitLinkSession final : public LinkSession {
     return read_log(nvjitlink().nvJitLinkGetErrorLogSize, nvjitlink().nvJitLinkGetErrorLog);
   }
 
-  // First member: the tap is installed before the handle exists and removed after it is
-  // destroyed, once per link rather than once per call. Null when the session does not
-  // watch stderr (installing and removing the tap costs 20-70 us, a fifth of a link the
-  // vendor's cache answers).
-  std::unique_ptr<StderrTapScope> tap_scope_;
   nvJitLinkHandle handle_ = nullptr;
-  std::string tag_;  // marks this session's input names on stderr; empty when not watching
+  std::string tag_;  // marks this session's input names on stderr
+  StderrCapture capture_;  // joined for the session's life: one join and leave per link
   std::deque<std::string> names_;  // stable addresses: see add()
   std::string stderr_messages_;
 };
 
 }  // namespace
-
-bool stderr_only_errors_possible(const std::vector<Format>& formats) noexcept {
-  for (const Format format : formats) {
-    if (format == Format::fatbin || format == Format::object || format == Format::archive) return true;
-  }
-  return false;
-}
 
 void set_nvjitlink_step_hook(NvJitLinkStepHook hook, void* context) noexcept {
   step_hook_context.store(context, std::memory_order_release);
@@ -194,9 +186,8 @@ void set_nvjitlink_step_hook(NvJitLinkStepHook hook, void* context) noexcept {
 }
 
 std::unique_ptr<LinkSession> open_nvjitlink_session(const Arch& arch, bool lto,
-                                                    const std::vector<std::string>& extra,
-                                                    bool watch_stderr) {
-  return std::make_unique<NvJitLinkSession>(arch, lto, extra, watch_stderr);
+                                                    const std::vector<std::string>& extra) {
+  return std::make_unique<NvJitLinkSession>(arch, lto, extra);
 }
 
 std::string nvjitlink_version_string() {

@@ -200,7 +200,138 @@ std::vector<std::string> functions_with(std::string_view ptx, std::string_view l
   return found.take();
 }
 
+// Bytes of a PTX fundamental type (".b32" 4, ".f16x2" 4, ".pred" 1), 0 when unknown.
+std::uint64_t type_bytes(std::string_view type) {
+  if (type == ".pred") return 1;
+  if (type == ".f16x2" || type == ".bf16x2") return 4;
+  if (type.size() < 3 || type[0] != '.') return 0;
+  const char kind = type[1];
+  if (kind != 'b' && kind != 'u' && kind != 's' && kind != 'f') {
+    if (type.substr(1, 4) == "bf16") return 2;
+    return 0;
+  }
+  const std::string_view bits = type.substr(2);
+  if (bits == "8") return 1;
+  if (bits == "16") return 2;
+  if (bits == "32") return 4;
+  if (bits == "64") return 8;
+  if (bits == "128") return 16;
+  return 0;
+}
+
+// The parameters of the list between `open` (its '(') and `close` (one past its ')').
+std::vector<PtxParameter> parameters_in(std::string_view ptx, std::size_t open, std::size_t close) {
+  std::vector<PtxParameter> out;
+  std::size_t at = open + 1;
+  PtxParameter current;
+  bool any = false;
+  std::uint64_t count = 1;
+  const auto finish = [&] {
+    if (any) {
+      current.bytes *= count;
+      out.push_back(std::move(current));
+    }
+    current = {};
+    any = false;
+    count = 1;
+  };
+  while (at < close - 1) {
+    const std::string_view token = next_token(ptx, at);
+    if (token.empty() || at > close - 1) break;
+    if (token == ",") {
+      finish();
+      continue;
+    }
+    any = true;
+    if (token == "[") {
+      const std::string_view size = next_token(ptx, at);
+      std::uint64_t n = 0;
+      for (const char c : size) n = (c >= '0' && c <= '9') ? n * 10 + static_cast<std::uint64_t>(c - '0') : n;
+      count *= n == 0 ? 1 : n;
+      continue;
+    }
+    if (token == ".align") {
+      (void)next_token(ptx, at);
+      continue;
+    }
+    if (current.type.empty() && type_bytes(token) != 0) {
+      current.type = std::string(token);
+      current.bytes = type_bytes(token);
+    }
+  }
+  finish();
+  return out;
+}
+
 }  // namespace
+
+std::vector<PtxPrototype> function_prototypes(std::string_view ptx) {
+  std::vector<PtxPrototype> out;
+  CodeCursor cursor(ptx);
+  Parentheses parentheses(ptx);
+  std::size_t from = 0;
+  // Every ".func" in code preceded by .extern, .visible or .weak.
+  constexpr std::string_view func = ".func";
+  while (from < ptx.size()) {
+    const void* hit = ::memmem(ptx.data() + from, ptx.size() - from, func.data(), func.size());
+    if (hit == nullptr) break;
+    const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - ptx.data());
+    if (!cursor.in_code(at)) {
+      from = cursor.resume();
+      continue;
+    }
+    from = at + 1;
+    std::size_t next = at + func.size();
+    if (next < ptx.size() && is_identifier_char(ptx[next])) continue;
+    // The linkage token just before: back over white space to the previous token.
+    std::size_t before = at;
+    while (before > 0 && is_space(ptx[before - 1])) --before;
+    std::size_t start = before;
+    while (start > 0 && is_identifier_char(ptx[start - 1])) --start;
+    const std::string_view linkage = ptx.substr(start, before - start);
+    if (linkage != ".extern" && linkage != ".visible" && linkage != ".weak") continue;
+    PtxPrototype prototype;
+    prototype.declaration = linkage == ".extern";
+    std::string_view name = next_token(ptx, next);
+    if (name == "(") {
+      const std::size_t open = static_cast<std::size_t>(name.data() - ptx.data());
+      next = parentheses.close_of(open);
+      if (next == none) break;
+      prototype.returns = parameters_in(ptx, open, next);
+      name = next_token(ptx, next);
+    }
+    if (name.empty()) break;
+    prototype.name = std::string(name);
+    std::size_t after_name = next;
+    const std::string_view list = next_token(ptx, after_name);
+    if (list == "(") {
+      const std::size_t open = static_cast<std::size_t>(list.data() - ptx.data());
+      const std::size_t close = parentheses.close_of(open);
+      if (close == none) break;
+      prototype.parameters = parameters_in(ptx, open, close);
+      from = close;
+    }
+    out.push_back(std::move(prototype));
+  }
+  return out;
+}
+
+std::string to_string(const PtxPrototype& prototype) {
+  const auto list = [](const std::vector<PtxParameter>& parameters) {
+    std::string out;
+    for (const PtxParameter& parameter : parameters) {
+      if (!out.empty()) out += ", ";
+      out += parameter.type.empty() ? std::string("?") : parameter.type;
+      if (!parameter.type.empty() && parameter.bytes != type_bytes(parameter.type)) {
+        out += "[" + std::to_string(parameter.bytes / std::max<std::uint64_t>(1, type_bytes(parameter.type))) + "]";
+      }
+    }
+    return out;
+  };
+  std::string out;
+  if (!prototype.returns.empty()) out += "(" + list(prototype.returns) + ") ";
+  return out + prototype.name + "(" + list(prototype.parameters) + ")";
+}
 
 std::vector<std::string> extern_functions(std::string_view ptx) {
   return functions_with(ptx, ".extern", false);
