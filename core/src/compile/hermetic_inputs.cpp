@@ -305,10 +305,12 @@ class Resolver {
   std::uint64_t total_bytes_ = 0;
 };
 
-std::shared_ptr<HermeticInputs::File> text_file(const std::string& name, const std::string& text) {
+// A text given in memory; scanned now, or (`scan` false) when an include first reaches it:
+// a KernelBuilder hands every compile NRT's headers, which most sources never include.
+std::shared_ptr<HermeticInputs::File> text_file(const std::string& name, const std::string& text, bool scan = true) {
   auto data = std::make_shared<FileData>();
   data->content = text;
-  data->scan = scan_includes(text);
+  if (scan) data->scan = scan_includes(text);
   auto file = std::make_shared<HermeticInputs::File>();
   file->name = name;
   file->directory = directory_of(name);
@@ -457,20 +459,29 @@ HermeticInputs HermeticInputs::resolve(const Program& program, const CompileOpti
 
   Resolver resolver(options.headers, parsed.include_dirs);
   auto main = text_file(program.name(), program.source());
-  for (const Header& header : options.headers) resolver.user_files_.push_back(text_file(header.name, header.content));
+  for (const Header& header : options.headers) {
+    resolver.user_files_.push_back(text_file(header.name, header.content, false));
+  }
 
-  // The closure: every file an include can reach, whatever the conditionals around it.
+  // The closure: every file an include can reach, whatever the conditionals around it. An
+  // in-memory header is scanned when it is first reached; one never reached is handed to
+  // NVRTC (and keyed) as given, and NVRTC never reads it.
   std::vector<std::shared_ptr<File>> scanned{main};
-  scanned.insert(scanned.end(), resolver.user_files_.begin(), resolver.user_files_.end());
-  std::set<const File*> seen;
-  for (const auto& file : scanned) seen.insert(file.get());
+  std::set<const File*> seen{main.get()};
+  std::set<const File*> user_files;
+  for (const auto& file : resolver.user_files_) user_files.insert(file.get());
+  const auto reach = [&](const std::shared_ptr<File>& file) {
+    if (!seen.insert(file.get()).second) return;
+    if (user_files.count(file.get()) != 0) file->data = text_file(file->name, file->data->content)->data;
+    scanned.push_back(file);
+  };
   // Pre-includes, as a directive of an empty file in the working directory would find them.
   File command_line;
   for (const std::string& name : parsed.pre_includes) {
     IncludeSite site;
     site.operand = name;
     const Resolver::Found found = resolver.resolve(site, command_line, true);
-    if (found.file && seen.insert(found.file.get()).second) scanned.push_back(found.file);
+    if (found.file) reach(found.file);
     out.nvrtc_options_.push_back("-include=" + found.name);
   }
   std::size_t grown = 0;
@@ -480,7 +491,7 @@ HermeticInputs HermeticInputs::resolve(const Program& program, const CompileOpti
       for (const IncludeSite& site : file->data->scan.sites) {
         if (site.kind != IncludeKind::include && site.kind != IncludeKind::include_next) continue;
         const Resolver::Found found = resolver.resolve(site, *file, false);
-        if (found.file && seen.insert(found.file.get()).second) scanned.push_back(found.file);
+        if (found.file) reach(found.file);
       }
     }
   };
@@ -524,7 +535,7 @@ HermeticInputs HermeticInputs::resolve(const Program& program, const CompileOpti
           if (!inserted && alias->second != found.file) {
             out.refusal_ = "the computed include " + candidate + " names different files from different includers";
           }
-          if (seen.insert(found.file.get()).second) scanned.push_back(found.file);
+          reach(found.file);
         }
       }
     }
@@ -569,7 +580,10 @@ HermeticInputs HermeticInputs::resolve(const Program& program, const CompileOpti
         out.refusal_ = "the operand '" + site.operand + "' in '" + file->name + "' cannot be rewritten";
         break;
       }
-      if (found.file && seen.insert(found.file.get()).second) all.push_back(found.file);
+      if (found.file && seen.insert(found.file.get()).second) {
+        if (user_files.count(found.file.get()) != 0) found.file->data = text_file(found.file->name, found.file->data->content)->data;
+        all.push_back(found.file);
+      }
       file->replacements.push_back(std::move(found.name));
     }
   }
