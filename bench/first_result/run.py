@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "peers"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "reports"))
 
-import paired_stats  # noqa: E402
+from cujit_reports import stats as paired_stats  # noqa: E402 (the one Python copy of the statistics)
 import peer_json  # noqa: E402
 from machine_record import fallback_record, run_record  # noqa: E402
 

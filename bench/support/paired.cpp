@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include "support/bench_main.hpp"
 
@@ -139,6 +142,17 @@ StopRule stop_rule() {
   if (quick()) {
     rule.budget_seconds = 1;
     rule.target_noise = 0.05;
+  }
+  // The A/B gate runs a pair as one short process per round and judges the rounds itself
+  // (reports/cujit_reports/ab_gate.py): it asks for a shorter budget.
+  if (const char* text = std::getenv("CUJIT_PAIR_BUDGET_SECONDS"); text != nullptr && *text != '\0') {
+    const std::string value(text);
+    double seconds = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+    if (error != std::errc{} || end != value.data() + value.size() || !(seconds > 0 && seconds <= 3600)) {
+      throw std::invalid_argument("CUJIT_PAIR_BUDGET_SECONDS='" + value + "' is not a number of seconds in (0, 3600]");
+    }
+    rule.budget_seconds = seconds;
   }
   return rule;
 }

@@ -57,7 +57,8 @@ struct StopRule {
   double budget_seconds = 4;   // wall time of the timed rounds
 };
 
-// The stop rule for this run's mode (quick: a short budget; full: the defaults).
+// The stop rule for this run's mode (quick: a short budget; full: the defaults);
+// CUJIT_PAIR_BUDGET_SECONDS replaces the budget (the A/B gate's short rounds).
 StopRule stop_rule();
 
 // The two sides of a pair; each returns its output (PTX, cubin, ...), which must match.

@@ -7,6 +7,7 @@
 #include "compile/compile_worker.hpp"
 #include "compile/hermetic_inputs.hpp"
 #include "cujit/error.hpp"
+#include "support/planted_slowdown.hpp"
 #include "support/record.hpp"
 
 namespace cujit {
@@ -111,6 +112,7 @@ CacheKey compile_key(const Program& program, const CompileOptions& options) {
 }
 
 CachedCompile compile_cached(const Program& program, const CompileOptions& options, BuildCache& cache) {
+  const detail::PlantedDelay planted;
   const detail::HermeticInputs inputs = detail::HermeticInputs::resolve(program, options);
   if (!inputs.refusal().empty()) return compile_as_given(program, options, cache, inputs.refusal());
   if (cache.config().mode == CacheMode::off) {

@@ -3,6 +3,7 @@
 #include "compile/nvrtc_api.hpp"
 #include "cujit/error.hpp"
 #include "support/handle_counts.hpp"
+#include "support/planted_slowdown.hpp"
 #include "support/trace_range.hpp"
 
 namespace cujit {
@@ -118,6 +119,7 @@ std::vector<std::string> nvrtc_options(const CompileOptions& options) {
 CompileResult Program::compile(const CompileOptions& options) const {
   // A compile takes milliseconds: naming the source in the range costs nothing that shows.
   const detail::TraceRange range("cujit compile " + name_);
+  const detail::PlantedDelay planted;
   NvrtcProgram program(source_, name_, options.headers);
   for (const std::string& expression : options.name_expressions) {
     check(nvrtc().nvrtcAddNameExpression(program.get(), expression.c_str()), "nvrtcAddNameExpression",

@@ -8,6 +8,7 @@
 #include "cujit/error.hpp"
 #include "driver/driver_api.hpp"
 #include "support/handle_counts.hpp"
+#include "support/planted_slowdown.hpp"
 #include "support/trace_range.hpp"
 
 namespace cujit {
@@ -88,6 +89,7 @@ std::shared_ptr<Module> Module::load(LinkableCode code) {
                     "; a module loads a cubin, a fatbin or PTX (link other formats first)");
   }
   const detail::TraceRange range("cujit module load");
+  const detail::PlantedDelay planted;
   const auto& api = detail::driver();
   detail::ensure_context();
   auto logs = std::make_unique<detail::JitLogs>();
@@ -222,6 +224,7 @@ void Kernel::check_args(std::span<const KernelArg> args) const {
 }
 
 void Kernel::launch(const LaunchConfig& config, std::span<const KernelArg> args) const {
+  const detail::PlantedDelay planted;
   check_args(args);
   std::vector<void*> pointers;
   pointers.reserve(args.size());

@@ -21,6 +21,7 @@
 #include "support/library_identity.hpp"
 #include "support/ptx_scan.hpp"
 #include "support/record.hpp"
+#include "support/planted_slowdown.hpp"
 #include "support/trace_range.hpp"
 
 namespace cujit {
@@ -417,6 +418,7 @@ CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& op
 // With CUJIT_CAPTURE_DIR set, a failed link is saved as a scenario (link/failure_capture.hpp).
 LinkResult Linker::link() const try {
   const detail::TraceRange range(link_range_name(backend_));
+  const detail::PlantedDelay planted;
   std::vector<std::string> dropped;
   const std::vector<const LinkableCode*> unique = distinct_inputs(inputs_, &dropped);
   const Arch arch = linked_arch(options_, unique);

@@ -1,0 +1,262 @@
+"""The A/B regression gate: two arms timed on the same machine in interleaved rounds, and a
+sequential decision with a stated confidence (docs/benchmarks.md, "The gate").
+
+An arm is a build directory and the environment its processes get: the baseline revision's
+build and the current one; or one build twice (an A/A run); or one build with the planted
+slowdown (CUJIT_PLANTED_SLOWDOWN) or another NVRTC / nvJitLink library in one arm. Each
+round runs every family's benchmark once per arm, each run its own process, the order
+alternating (AB, BA, AB, ...) so that a drift of the machine falls on both arms alike. Per
+round and metric the gate keeps one paired value, and after each round it asks the exact
+Wilcoxon signed-rank interval (stats.hl_interval) of their centre:
+
+  slower      the whole interval lies above the threshold          fails
+  not slower  the whole interval lies below the threshold          passes
+  undecided   neither, when the family's time budget or its         fails, with its
+              maximum rounds are spent                              figures
+
+Decided families stop early; a slower metric stops its family at once. Time metrics are
+judged on log(B / A) against log(1 + threshold); `own` on (own_B - own_A) / time_A against
+the threshold (see gate_families.py).
+"""
+import json
+import math
+import os
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from . import stats
+
+# Google Benchmark's time units, in seconds. A record without one is refused, never guessed.
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+class GateInputError(Exception):
+    """A run the gate cannot use: an executable that fails, JSON without the benchmark or a
+    field, a time that is not a positive finite number. Never a verdict."""
+
+
+@dataclass
+class Arm:
+    label: str  # "A" or "B"
+    build: str  # the build directory holding bench/<executable>
+    env: dict = field(default_factory=dict)  # added to the environment of its processes
+
+    def describe(self):
+        extra = " ".join(f"{k}={v}" for k, v in sorted(self.env.items()))
+        return f"{self.label}: {self.build}" + (f" with {extra}" if extra else "")
+
+
+@dataclass
+class Rule:
+    threshold: float = 0.05  # a slowdown beyond 5% of the time fails
+    confidence: float = 0.95
+    min_rounds: int = 8  # the signed-rank interval needs 6 at 95%; 8 keeps early stops rare
+    max_rounds: int = 60
+    budget_s: float = 60.0  # per family: past it, an undecided family stops undecided
+
+
+def measure(arm, family, timeout_s=300):
+    """One process of `family` in `arm`: {metric: value} for what the family is judged on
+    ("time" in seconds per iteration, "own" in seconds, "ratio" for a pair)."""
+    executable = os.path.join(arm.build, "bench", family.executable)
+    if not os.path.isfile(executable):
+        raise GateInputError(f"{arm.label}: no benchmark executable {executable}")
+    env = dict(os.environ)
+    env.update(dict(family.env))
+    env.update(arm.env)
+    env["CUJIT_BENCH_REPETITIONS"] = str(family.repetitions)
+    with tempfile.TemporaryDirectory(prefix="cujit-gate-") as tmp:
+        out = os.path.join(tmp, "run.json")
+        command = [executable, f"--benchmark_filter={family.benchmark}", f"--benchmark_out={out}",
+                   "--benchmark_out_format=json", "--benchmark_format=console", *family.args]
+        try:
+            run = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 timeout=timeout_s, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            raise GateInputError(f"{arm.label}: {family.name} ran past {timeout_s} s ({' '.join(command)})")
+        log = run.stdout.decode("utf-8", "replace")
+        if run.returncode != 0:
+            raise GateInputError(f"{arm.label}: {family.name} exited {run.returncode}: {log[-2000:]}")
+        try:
+            with open(out, encoding="utf-8") as handle:
+                document = json.load(handle)
+        except (OSError, ValueError) as error:
+            raise GateInputError(f"{arm.label}: {family.name} wrote no readable JSON ({error}): {log[-2000:]}")
+    return metrics_of(document, family, arm.label)
+
+
+def metrics_of(document, family, label="run"):
+    """The family's metrics from one run's Google Benchmark JSON: the median over its
+    repetitions of each (one benchmark, every repetition without error, with a time unit).
+    A median, not a mean: a burst of load on a shared machine hits one repetition, and the
+    other arm's process is spared it."""
+    entries = [b for b in document.get("benchmarks", []) if b.get("run_type", "iteration") == "iteration"]
+    names = {b.get("run_name", b.get("name")) for b in entries}
+    if len(names) != 1 or len(entries) != family.repetitions:
+        raise GateInputError(f"{label}: {family.name}: {len(entries)} runs of {len(names)} benchmarks matched "
+                             f"{family.benchmark}, not {family.repetitions} of 1: {sorted(map(str, names))[:5]}")
+    per_run = [_entry_metrics(entry, family, label) for entry in entries]
+    return {metric: stats.median([run[metric] for run in per_run]) for metric in per_run[0]}
+
+
+def _entry_metrics(entry, family, label):
+    if entry.get("error_occurred"):
+        raise GateInputError(f"{label}: {family.name}: {entry.get('error_message', 'error')}")
+    if entry.get("skipped") or "skip_message" in entry:
+        raise GateInputError(f"{label}: {family.name} was skipped: {entry.get('skip_message', '')}")
+    unit = entry.get("time_unit")
+    if unit not in TIME_UNITS:
+        raise GateInputError(f"{label}: {family.name}: time_unit {unit!r} is not one of {sorted(TIME_UNITS)}")
+    values = {"time": _positive(entry.get("real_time"), "real_time", family, label) * TIME_UNITS[unit]}
+    if "own" in family.metrics:
+        own = entry.get("own_s")
+        if not isinstance(own, (int, float)) or not math.isfinite(own):
+            raise GateInputError(f"{label}: {family.name}: no finite own_s counter")
+        values["own"] = float(own)
+    if "floor_ratio" in family.metrics:
+        values["ratio"] = _positive(entry.get("ratio"), "ratio", family, label)
+    return values
+
+
+def _positive(value, name, family, label):
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise GateInputError(f"{label}: {family.name}: {name} is {value!r}, not a positive finite number")
+    return float(value)
+
+
+def paired_value(metric, a, b):
+    """The per-round value a metric is judged on, and the value a slowdown of exactly the
+    threshold would give is `limit(metric, threshold)`."""
+    if metric == "time":
+        return math.log(b["time"] / a["time"])
+    if metric == "own":
+        return (b["own"] - a["own"]) / a["time"]
+    if metric == "floor_ratio":
+        return math.log(b["ratio"] / a["ratio"])
+    raise ValueError(f"unknown metric {metric}")
+
+
+def limit(metric, threshold):
+    return threshold if metric == "own" else math.log1p(threshold)
+
+
+def shown(metric, value):
+    """A judged value as people read it: a ratio B / A for times, a share of A's time for own."""
+    if value is None:
+        return None
+    return value if metric == "own" else math.exp(value)
+
+
+@dataclass
+class MetricVerdict:
+    metric: str
+    verdict: str  # "slower", "not slower", "undecided"
+    estimate: float = None  # shown(): a ratio, or own growth as a share of A's time
+    low: float = None
+    high: float = None
+    coverage: float = None
+
+
+def judge(metric, values, rule):
+    """The verdict on one metric's per-round values so far."""
+    bound = limit(metric, rule.threshold)
+    found = stats.hl_interval(values, rule.confidence) if len(values) >= rule.min_rounds else None
+    estimate = shown(metric, stats.pseudo_median(values)) if values else None
+    if found is None:
+        return MetricVerdict(metric, "undecided", estimate)
+    low, high, coverage = found
+    verdict = "slower" if low > bound else "not slower" if high < bound else "undecided"
+    return MetricVerdict(metric, verdict, estimate, shown(metric, low), shown(metric, high), coverage)
+
+
+@dataclass
+class FamilyResult:
+    family: str
+    verdict: str  # the worst of its metrics: slower > undecided > not slower; or "error"
+    rounds: int
+    seconds: float
+    metrics: list
+    samples: dict  # metric -> per-round judged values
+    a_times: list
+    b_times: list
+    error: str = ""
+
+
+def run_family(family, arm_a, arm_b, rule, measure_fn=measure, clock=time.monotonic, progress=None):
+    """Interleaved rounds of one family until every metric is decided, one is slower, or the
+    budget or max_rounds is spent."""
+    metrics = [m for m in family.metrics]
+    samples = {m: [] for m in metrics}
+    a_times, b_times = [], []
+    start = clock()
+    verdicts = [MetricVerdict(m, "undecided") for m in metrics]
+    rounds = 0
+    try:
+        while rounds < rule.max_rounds:
+            order = (arm_a, arm_b) if rounds % 2 == 0 else (arm_b, arm_a)
+            measured = {arm.label: measure_fn(arm, family) for arm in order}
+            a, b = measured[arm_a.label], measured[arm_b.label]
+            for m in metrics:
+                samples[m].append(paired_value(m, a, b))
+            a_times.append(a["time"])
+            b_times.append(b["time"])
+            rounds += 1
+            verdicts = [judge(m, samples[m], rule) for m in metrics]
+            if progress:
+                progress(family, rounds, verdicts)
+            if any(v.verdict == "slower" for v in verdicts) or all(v.verdict == "not slower" for v in verdicts):
+                break
+            if clock() - start > rule.budget_s:
+                break
+    except GateInputError as error:
+        return FamilyResult(family.name, "error", rounds, clock() - start, verdicts, samples, a_times, b_times,
+                            str(error))
+    worst = ("slower" if any(v.verdict == "slower" for v in verdicts)
+             else "undecided" if any(v.verdict == "undecided" for v in verdicts) else "not slower")
+    return FamilyResult(family.name, worst, rounds, clock() - start, verdicts, samples, a_times, b_times)
+
+
+def passed(results):
+    return all(r.verdict == "not slower" for r in results)
+
+
+def to_json(results, arm_a, arm_b, rule, extra=None):
+    return {
+        "schema": "cujit-ab-gate/1",
+        "arms": {"A": {"build": arm_a.build, "env": arm_a.env}, "B": {"build": arm_b.build, "env": arm_b.env}},
+        "rule": vars(rule),
+        "passed": passed(results),
+        "families": [{
+            "family": r.family, "verdict": r.verdict, "rounds": r.rounds, "seconds": round(r.seconds, 3),
+            "error": r.error,
+            "metrics": [vars(m) for m in r.metrics],
+            "samples": r.samples,
+            "a_time_s": r.a_times, "b_time_s": r.b_times,
+        } for r in results],
+        **(extra or {}),
+    }
+
+
+def _fmt(metric, value):
+    if value is None:
+        return "-"
+    return f"{value:+.1%}" if metric == "own" else f"{value:.3f}"
+
+
+def markdown(results, arm_a, arm_b, rule):
+    lines = [f"A/B gate: {arm_a.describe()}; {arm_b.describe()}",
+             f"threshold {rule.threshold:.0%} slower, {rule.confidence:.0%} signed-rank intervals, "
+             f"{rule.min_rounds}-{rule.max_rounds} rounds, {rule.budget_s:.0f} s a family", "",
+             "| family | verdict | rounds | metric | B vs A | interval |", "|---|---|---|---|---|---|"]
+    for r in results:
+        if r.verdict == "error":
+            lines.append(f"| {r.family} | error | {r.rounds} | | | {r.error.splitlines()[0][:160] if r.error else ''} |")
+            continue
+        for i, m in enumerate(r.metrics):
+            head = f"| {r.family} | {r.verdict} | {r.rounds} |" if i == 0 else "| | | |"
+            name = {"time": "time B/A", "own": "own growth / A time", "floor_ratio": "ratio to floor B/A"}[m.metric]
+            interval = f"[{_fmt(m.metric, m.low)}, {_fmt(m.metric, m.high)}]" if m.low is not None else "-"
+            lines.append(f"{head} {name} ({m.verdict}) | {_fmt(m.metric, m.estimate)} | {interval} |")
+    return "\n".join(lines) + "\n"
