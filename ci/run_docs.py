@@ -58,14 +58,17 @@ ENV_SUFFIXES = {".cpp", ".hpp", ".h", ".cu", ".cuh"}
 ENV_HELPER = re.compile(r"\b(?:secure_getenv|getenv|environment::\w+|value_of|milliseconds_from)\(\s*\"([A-Z][A-Z0-9_]*)\"")
 QUOTED_CUJIT = re.compile(r"\"(CUJIT_[A-Z0-9_]*[A-Z0-9])\"")
 GETENV_VARIABLE = re.compile(r"\b(?:secure_getenv|getenv)\(\s*([a-z_][a-z0-9_]*)\s*\)")
-# The documents the CPU makes in a second or two; the others (run, bench, conformance,
-# merge, report) take minutes or a GPU and are checked against the code only.
+# The documents the CPU makes in a few seconds, from committed inputs; the others (run,
+# bench, conformance, merge, report) take minutes or a build's outputs and are checked here
+# against the code only (their fields are checked by conformance/test_cli_conventions.cpp).
 JSON_RUNS = {
     "info --json": [["info", "--json"]],
     "cache stats --json": [["cache", "stats", "--json"]],
     "cache path --json": [["cache", "path", "--json"]],
     "cache clear --json": [["cache", "clear", "--json"]],
     "conformance --list --json": [["conformance", "--list", "--json"]],
+    "compare --json": [["compare", "reports/tests/golden/gate_base.json", "reports/tests/golden/gate_base.json",
+                        "--json"]],
     "repro --json": [["repro", "scenarios/repro/c-abi-ltoirs-with-same-helper.json", "--json"],
                      ["repro", "--capture", "capture", "--json", "--", "true"]],
 }
@@ -291,7 +294,7 @@ def json_problems(root, build, command):
         for number, commands, fields, one_form in rows:
             for spelled in commands:
                 for argv in JSON_RUNS.get(spelled, []):
-                    argv = [str(root / arg) if arg.startswith("scenarios/") else
+                    argv = [str(root / arg) if arg.startswith(("scenarios/", "reports/")) else
                             str(scratch / arg) if arg == "capture" else arg for arg in argv]
                     shown = "cujit " + " ".join(argv)
                     result = subprocess.run([str(command.cujit), *argv], cwd=scratch, env=env,
