@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -124,7 +125,10 @@ def static_problems(root, command, blocks):
         for number, line in block.body:
             code = "" if line.lstrip().startswith("#") else re.split(r"\s#", line, 1)[0]
             for part in re.split(r"&&|\|\||;|\|", code):
-                words = part.split()
+                try:
+                    words = shlex.split(part)  # VAR="a b" is one word
+                except ValueError:
+                    words = part.split()
                 while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
                     words.pop(0)  # VAR=value before the command
                 if not words:
