@@ -25,6 +25,9 @@ Loaded load() {
   LibraryRequest request;
   try {
     request = choose_library(hiredis_spec);
+    // choose_library names the build's file as a toolkit's (its users are NVRTC and
+    // nvJitLink); say what it is here, so that a message names the right thing.
+    if (request.path == hiredis_spec.built_path) request.origin = "the hiredis cujit was built against";
   } catch (const Error& error) {  // CUJIT_HIREDIS_LIBRARY is not an absolute path
     loaded.failure = error;
     return loaded;
