@@ -13,6 +13,7 @@ if(NOT CUJIT_SANITIZE AND NOT CUJIT_FUZZ)
       -DWORK_DIR=${PROJECT_BINARY_DIR}/package-test
       -DSOURCE_DIR=${PROJECT_SOURCE_DIR}/ci/consumer "-DGENERATOR=${CMAKE_GENERATOR}"
       -DCXX_COMPILER=${CMAKE_CXX_COMPILER} -DLIBDIR=${CMAKE_INSTALL_LIBDIR}
+      "-DHIREDIS_LIBRARY=$<$<BOOL:${CUJIT_HIREDIS_LIBRARY}>:${CUJIT_HIREDIS_LIBRARY}>"
       -P ${PROJECT_SOURCE_DIR}/ci/consumer/check_install.cmake)
   set_tests_properties(Package.ConsumerBuildsAgainstInstall PROPERTIES LABELS cpu TIMEOUT 300
     FIXTURES_SETUP cujit_package_install)

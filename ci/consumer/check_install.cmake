@@ -2,7 +2,7 @@
 # prefix under WORK_DIR, then configures, builds and runs ci/consumer against it with
 # find_package(cujit 0.2 REQUIRED), and checks the pkg-config file when pkg-config exists.
 # Run as: cmake -DBUILD_DIR=... -DWORK_DIR=... -DSOURCE_DIR=... -DGENERATOR=...
-#               -DCXX_COMPILER=... -DLIBDIR=lib -P check_install.cmake
+#               -DCXX_COMPILER=... -DLIBDIR=lib [-DHIREDIS_LIBRARY=...] -P check_install.cmake
 foreach(variable BUILD_DIR WORK_DIR SOURCE_DIR GENERATOR CXX_COMPILER LIBDIR)
   if(NOT DEFINED ${variable})
     message(FATAL_ERROR "check_install.cmake: -D${variable}=... is required")
@@ -112,9 +112,10 @@ function(check_not_needed binary)
   endif()
   message(STATUS "${binary}: no libhiredis among its NEEDED libraries")
 endfunction()
-# The check can fail: a program linked with -lhiredis on purpose is caught (where libhiredis
-# is installed; without it no consumer could need it either).
-find_library(planted_hiredis hiredis)
+# The check can fail: a program linked with libhiredis on purpose is caught. HIREDIS_LIBRARY
+# is the file the build found (a script cannot search the multiarch directories itself);
+# without one no consumer could need it either.
+set(planted_hiredis "${HIREDIS_LIBRARY}")
 if(planted_hiredis)
   file(WRITE ${WORK_DIR}/planted.cpp "int main() { return 0; }\n")
   run_step("linking a program that needs libhiredis" ${CXX_COMPILER} ${WORK_DIR}/planted.cpp
@@ -123,6 +124,9 @@ if(planted_hiredis)
   if(NOT planted_needed)
     message(FATAL_ERROR "the NEEDED check missed libhiredis in a program linked with it")
   endif()
+  message(STATUS "the NEEDED check catches a program linked with it: ${planted_needed}")
+else()
+  message(STATUS "libhiredis is not installed: the NEEDED check is not shown to catch it here")
 endif()
 check_not_needed(${consumer_build}/cujit_consumer)
 check_not_needed(${WORK_DIR}/quick-start-build/app)
