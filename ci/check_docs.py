@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from source_walk import source_files as walk
+
 SOURCE_DIRS = ("core", "cli", "bench", "scenarios", "reports", "conformance", "fuzz")
 SOURCE_SUFFIXES = {".cpp", ".hpp", ".h", ".cu", ".cuh", ".py"}
 SCRIPT_GLOBS = ("ci/*.sh", ".ci/*", "bench/**/*.sh")
@@ -153,10 +155,7 @@ def cmake_files(root):
 
 
 def source_files(root):
-    for directory in SOURCE_DIRS:
-        for path in sorted((root / directory).rglob("*")):
-            if path.suffix in SOURCE_SUFFIXES and path.is_file():
-                yield path
+    return walk(root, SOURCE_DIRS, SOURCE_SUFFIXES)
 
 
 def known_names(root):

@@ -17,6 +17,8 @@ import re
 import sys
 import tempfile
 
+from source_walk import source_files
+
 STAGES = ["support", "code", "cache", "driver", "compile", "link", "graph", "jit"]
 
 # Every public header and the stage that owns it. A new header must be added here: the
@@ -64,8 +66,8 @@ def stage_of_include(name):
 def check(root):
     problems = []
     core = root / "core"
-    sources = [(p, p.relative_to(core / "src").parts[0]) for p in sorted((core / "src").rglob("*"))
-               if p.suffix in (".cpp", ".hpp")]
+    sources = [(p, p.relative_to(core / "src").parts[0])
+               for p in source_files(root, ["core/src"], {".cpp", ".hpp"})]
     headers = []
     for p in sorted((core / "include" / "cujit").glob("*.hpp")):
         stage = STAGE_OF_HEADER.get(p.name)

@@ -19,6 +19,8 @@ import re
 import sys
 import tempfile
 
+from source_walk import source_files
+
 CHECKED = ("core", "cli", "scenarios/runner")
 SUFFIXES = {".cpp", ".hpp", ".h", ".cc", ".cu", ".cuh", ".inl"}
 # The header, the types and the algorithms: any of them means a regular expression runs.
@@ -48,13 +50,8 @@ def check_file(path, shown):
 
 def check(root):
     problems = []
-    for top in CHECKED:
-        base = root / top
-        if not base.is_dir():
-            continue
-        for path in sorted(base.rglob("*")):
-            if path.suffix in SUFFIXES and path.is_file():
-                problems += check_file(path, path.relative_to(root))
+    for path in source_files(root, CHECKED, SUFFIXES):
+        problems += check_file(path, path.relative_to(root))
     return problems
 
 

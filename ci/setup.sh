@@ -6,10 +6,11 @@ set -euo pipefail
 
 # libhiredis-dev: the build cache's remote tier (Redis); redis-server: its tests, which
 # start their own server on a loopback port. doxygen: the API reference (`docs` target) and
-# the check that every public declaration is documented; pkg-config: the package test.
+# the check that every public declaration is documented; pkg-config: the package test;
+# openssl: the fleet key commands of docs/fleet.md, which Docs.CommandBlocksRun runs.
 packages=(cmake g++ make libgtest-dev libbenchmark-dev libssl-dev nlohmann-json3-dev libcli11-dev
           python3 python3-matplotlib clang libclang-rt-14-dev libhiredis-dev redis-server
-          doxygen pkg-config)
+          doxygen pkg-config openssl)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

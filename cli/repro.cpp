@@ -142,6 +142,7 @@ void print_crash(const ReproOptions& options, const scenarios::Scenario& scenari
   const std::string verdict = exit.signal != 0 ? describe(exit) : "died: " + describe(exit) + " before finishing";
   if (options.json) {
     nlohmann::json doc;
+    doc["schema"] = 1;
     doc["scenario"] = scenario.name;
     doc["file"] = options.scenario;
     doc["verdict"] = verdict;

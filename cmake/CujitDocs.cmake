@@ -22,6 +22,9 @@ endif()
 #   WARN_AS_ERROR); skipped, with the reason, without Doxygen.
 # - Docs.NamedThingsExist: every command, flag, CUJIT_* variable, preset and field that
 #   README.md and docs/*.md name exists (ci/check_docs.py, against the built `cujit`).
+# - Docs.CommandBlocksRun / Docs.GpuCommandBlocksRun (label gpu): the docs run
+#   (ci/run_docs.py): shell blocks tagged cpu / gpu run, every block's commands checked, every
+#   environment variable core/ and cli/ read listed, every JSON document made and compared.
 # - Docs.FiguresMatchResults: the figures quoted in the docs are what ci/doc_figures.py
 #   makes from docs/results.
 # They check the sources, not the build's code, so the sanitizer lanes leave them to the
@@ -50,5 +53,22 @@ if(CUJIT_BUILD_TESTS AND NOT CUJIT_SANITIZE)
               --cujit $<TARGET_FILE:cujit_cli> --self-test)
     set_tests_properties(Docs.NamedThingsExist Docs.CheckCatchesPlantedMistakes
       PROPERTIES LABELS cpu)
+    # ci/run_docs.py: the docs run (issue 33). The cpu blocks and the JSON documents, the
+    # commands of every block, the variables the code reads; its self-test plants one
+    # mistake of each kind; the gpu blocks run in the GPU lane (skipped, with the reason,
+    # without a device).
+    add_test(NAME Docs.CommandBlocksRun
+      COMMAND Python3::Interpreter ${docs_script}/run_docs.py --root ${PROJECT_SOURCE_DIR}
+              --cujit $<TARGET_FILE:cujit_cli>)
+    add_test(NAME Docs.RunCheckCatchesPlantedMistakes
+      COMMAND Python3::Interpreter ${docs_script}/run_docs.py --root ${PROJECT_SOURCE_DIR}
+              --cujit $<TARGET_FILE:cujit_cli> --self-test)
+    set_tests_properties(Docs.CommandBlocksRun Docs.RunCheckCatchesPlantedMistakes
+      PROPERTIES LABELS cpu TIMEOUT 300)
+    add_test(NAME Docs.GpuCommandBlocksRun
+      COMMAND Python3::Interpreter ${docs_script}/run_docs.py --root ${PROJECT_SOURCE_DIR}
+              --cujit $<TARGET_FILE:cujit_cli> --gpu)
+    set_tests_properties(Docs.GpuCommandBlocksRun PROPERTIES LABELS gpu SKIP_RETURN_CODE 77
+      TIMEOUT 300 RESOURCE_GROUPS "gpus:1")
   endif()
 endif()

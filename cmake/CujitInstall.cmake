@@ -32,12 +32,6 @@ endif()
 # looks for it here once installed.
 install(TARGETS cujit_compile_worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cujit)
 
-set(CUJIT_CONFIG_HIREDIS_NOTE "")
-set(CUJIT_CONFIG_WITH_HIREDIS FALSE)
-if(TARGET cujit::hiredis)
-  set(CUJIT_CONFIG_HIREDIS_NOTE " and hiredis (the remote cache tier; found again on the consumer's machine)")
-  set(CUJIT_CONFIG_WITH_HIREDIS TRUE)
-endif()
 install(EXPORT cujitTargets NAMESPACE cujit:: DESTINATION ${CUJIT_INSTALL_CMAKEDIR})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/cujitConfig.cmake.in
   ${PROJECT_BINARY_DIR}/package/cujitConfig.cmake
@@ -51,9 +45,6 @@ install(FILES ${PROJECT_BINARY_DIR}/package/cujitConfig.cmake
 
 # pkg-config: libcujit is static, so Libs names what it links (OpenSSL through libcrypto.pc).
 set(CUJIT_PC_EXTRA_LIBS "")
-if(CUJIT_CONFIG_WITH_HIREDIS)
-  string(APPEND CUJIT_PC_EXTRA_LIBS " -lhiredis")
-endif()
 file(RELATIVE_PATH CUJIT_PC_PREFIX_FROM_PCFILEDIR
   /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/cujit.pc.in ${PROJECT_BINARY_DIR}/package/cujit.pc @ONLY)

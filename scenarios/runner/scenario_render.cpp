@@ -71,6 +71,7 @@ std::string render_text(const ScenarioReport& report) {
 
 std::string render_json(const ScenarioReport& report) {
   nlohmann::json doc;
+  doc["schema"] = 1;  // the bundle's format (docs/scenario-format.md), versioned like every --json
   doc["scenario"] = report.name;
   doc["reported"] = report.reported;
   doc["reported_at"] = report.reported_at;

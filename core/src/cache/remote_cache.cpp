@@ -11,12 +11,10 @@
 
 #include "cache/blocked_signal.hpp"
 #include "cache/disk_cache.hpp"
+#include "cache/remote_hiredis.hpp"
 #include "cujit/cache_key.hpp"
+#include "cujit/error.hpp"
 #include "support/library_identity.hpp"
-
-#if CUJIT_HAVE_HIREDIS
-#include <hiredis/hiredis.h>
-#endif
 
 namespace cujit::detail {
 namespace {
@@ -70,11 +68,11 @@ bool remote_built_in() noexcept { return true; }
 namespace {
 
 struct ReplyFree {
-  void operator()(redisReply* reply) const noexcept { freeReplyObject(reply); }
+  void operator()(redisReply* reply) const noexcept { hiredis().freeReplyObject(reply); }
 };
 using Reply = std::unique_ptr<redisReply, ReplyFree>;
 struct ContextFree {
-  void operator()(redisContext* context) const noexcept { redisFree(context); }
+  void operator()(redisContext* context) const noexcept { hiredis().redisFree(context); }
 };
 using Context = std::unique_ptr<redisContext, ContextFree>;
 
@@ -127,15 +125,24 @@ struct RemoteCache::Connection {
     }
     const BlockedSignal blocked(SIGPIPE);  // a closed connection: EPIPE, not a dead process
     return Reply(static_cast<redisReply*>(
-        redisCommandArgv(context.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
+        hiredis().redisCommandArgv(context.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
   }
 
   RemoteOutcome connect(std::string& problem) {
+    // hiredis is loaded here, by the first connection, so that a program that never names
+    // a Redis never needs libhiredis (remote_hiredis.hpp). Missing, it is this tier's
+    // failure like an unreachable server: a warning naming the library, never a failed build.
+    const HiredisApi* api = nullptr;
+    try {
+      api = &hiredis();
+    } catch (const Error& error) {
+      return fail(error.what(), problem);
+    }
     const BlockedSignal blocked(SIGPIPE);  // a closed connection: EPIPE, not a dead process
-    context.reset(redisConnectWithTimeout(settings.url.host.c_str(), settings.url.port, to_timeval(settings.timeout)));
+    context.reset(api->redisConnectWithTimeout(settings.url.host.c_str(), settings.url.port, to_timeval(settings.timeout)));
     if (!context) return fail("cannot allocate a connection", problem);
     if (context->err != 0) return fail("cannot connect: " + std::string(context->errstr), problem);
-    if (redisSetTimeout(context.get(), to_timeval(settings.timeout)) != REDIS_OK) {
+    if (api->redisSetTimeout(context.get(), to_timeval(settings.timeout)) != REDIS_OK) {
       return fail("cannot set the timeout: " + std::string(context->errstr), problem);
     }
     if (!settings.url.password.empty()) {
