@@ -3,13 +3,7 @@
 #   ci/bench.sh --quick [OUT]   CPU families, cold, few repetitions (seconds); what CI runs
 #   ci/bench.sh [OUT]           every family in both vendor-cache states; GPU families need a
 #                               device; peers and exec-to-first-result if python has them
-#   ci/bench.sh --gate BASELINE [OUT]
-#                               the executables in CUJIT_BENCH_GATE (default: bench_jit_gpu,
-#                               whose e2e families hold NVRTC and nvJitLink work too; cold) at
-#                               full size, then reports/compare.py
-#                               against BASELINE/<same file>: exit 1 on a regression
-#                               (CUJIT_GATE_THRESHOLD, default 0.10: a slowdown fails when
-#                               the whole 95% interval is past it)
+# (The regression gate is ci/ab_gate.sh: same-host A/B, never a stored baseline.)
 # Files are named <executable>-<state>.json, the state being what the run record says:
 # "cold" (CUDA_CACHE_DISABLE=1: NVRTC's, nvJitLink's and the driver's own caches off, as on a
 # fresh CI machine) or "vendor-cache-warm" (those caches on, as on a developer's machine).
@@ -29,10 +23,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 mode=full
-baseline=
 case "${1:-}" in
   --quick) mode=quick; shift ;;
-  --gate) mode=gate; baseline=${2:?--gate needs the baseline directory}; shift 2 ;;
+  --gate) echo "cujit bench: --gate is gone: the gate is ci/ab_gate.sh (same-host A/B, docs/benchmarks.md)" >&2; exit 2 ;;
 esac
 # The measured code's digest, from its files (ci/source_digest.py), for every run record:
 # right even where this tree's git metadata is not the project's (a copied tree).
@@ -104,27 +97,6 @@ case "$mode" in
   quick)
     run cold bench_jit --cujit-quick
     run cold bench_reduce --cujit-quick
-    ;;
-  gate)
-    for name in ${CUJIT_BENCH_GATE:-bench_jit_gpu}; do run cold "$name"; done
-    for current in "$out"/*.json; do
-      file=$(basename "$current")
-      if [ ! -f "$baseline/$file" ]; then
-        echo "cujit bench: no baseline $baseline/$file: nothing to gate $file against" >&2
-        status=1
-        continue
-      fi
-      "$python" reports/compare.py "$baseline/$file" "$current" --threshold "${CUJIT_GATE_THRESHOLD:-0.10}" --markdown "$out/gate-${file%.json}.md" \
-        > "$out/gate-${file%.json}.log" 2>&1
-      verdict=$?
-      head -1 "$out/gate-${file%.json}.log"
-      sed -n '/^Failures:/,$p' "$out/gate-${file%.json}.log"
-      if [ "$verdict" -ne 0 ]; then
-        echo "cujit bench: gate on $file: exit $verdict (table: $out/gate-${file%.json}.md)" >&2
-        [ "$verdict" -eq 2 ] && tail -5 "$out/gate-${file%.json}.log" >&2
-        status=1
-      fi
-    done
     ;;
   full)
     for state in ${CUJIT_BENCH_STATES:-cold vendor-cache-warm}; do

@@ -8,10 +8,12 @@
 # summary counts the test processes per device. Without a device the spec would hold no
 # GPUs and ctest would not run the gpu tests at all, so they then run without it and each
 # fails saying why. Then the CPU tests too, as a second distribution check; then the
-# benchmark gate: the gated families against the committed baseline of this device
-# (docs/results/baseline/<device>/), exit 1 on a regression (CUJIT_GATE=0 leaves it out; a
-# device without a baseline says so and fails, since a lane that cannot gate must not look
-# like one that passed). Logs and JUnit XML go to $OUT (or cujit-out/gpu).
+# regression gate, same-host A/B (ci/ab_gate.sh): the baseline revision built here and timed
+# against this tree in interleaved rounds, every family, exit 1 on a slower or undecided one
+# (CUJIT_GATE=0 leaves it out). The baseline is CUJIT_GATE_BASE_ARCHIVE (a `git archive`
+# tarball, for a machine that gets the tree without .git), else CUJIT_GATE_BASE or the merge
+# base with main; a lane that cannot build one fails, since a lane that cannot gate must not
+# look like one that passed. Logs and JUnit XML go to $OUT (or cujit-out/gpu).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,16 +61,10 @@ echo "== cpu label"; grep -E "tests passed|Total Test time|\(Failed\)" "$out/cpu
 
 gate_status=0
 if [ "${CUJIT_GATE:-1}" != 0 ]; then
-  device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-  slug=$(echo "$device" | tr 'A-Z' 'a-z' | grep -oE 'h100|h200|a100|l40s|b200' | head -1)
-  baseline=docs/results/baseline/${slug:-none}
-  echo "== benchmark gate (${device:-no device}) against $baseline"
-  if [ -z "$slug" ] || [ ! -d "$baseline" ]; then
-    echo "no baseline for this device in docs/results/baseline/: the lane cannot gate"
-    gate_status=1
-  else
-    BUILD=build/gpu bash ci/bench.sh --gate "$baseline" "$out/gate"
-    gate_status=$?
-  fi
+  echo "== regression gate: same-host A/B"
+  base=()
+  if [ -n "${CUJIT_GATE_BASE_ARCHIVE:-}" ]; then base=(--base-archive "$CUJIT_GATE_BASE_ARCHIVE"); fi
+  CUJIT_GATE_PRESET=gpu bash ci/ab_gate.sh "${base[@]}" "$out/gate"
+  gate_status=$?
 fi
 [ "$gpu_status" -eq 0 ] && [ "$cpu_status" -eq 0 ] && [ "$gate_status" -eq 0 ]

@@ -28,7 +28,7 @@ python=python3
 for candidate in python3 /usr/bin/python3; do
   if "$candidate" -c 'import matplotlib' > /dev/null 2>&1; then python=$candidate; break; fi
 done
-if ! "$python" -m unittest discover -s reports/tests 2>&1 | tee build/default/reports-tests.log; then
+if ! CUJIT_AB_GATE_REQUIRED=1 "$python" -m unittest discover -s reports/tests 2>&1 | tee build/default/reports-tests.log; then
   status=1
 fi
 

@@ -1,6 +1,9 @@
 #include "support/planted_slowdown.hpp"
 
 #include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
 #include <cstdlib>
 #include <string>
 #include <system_error>
@@ -12,17 +15,26 @@ namespace {
 
 constexpr const char* variable = "CUJIT_PLANTED_SLOWDOWN";
 
-double read_fraction() {
-  const char* text = std::getenv(variable);
-  if (text == nullptr || *text == '\0') return 0;
-  const std::string value(text);
+// The fraction, or nullopt when the value is not one.
+std::optional<double> parse_fraction(const std::string& value) {
   double fraction = -1;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), fraction);
   if (error != std::errc{} || end != value.data() + value.size() || !(fraction >= 0 && fraction <= 1)) {
-    throw Error(ErrorKind::usage, "environment",
-                std::string(variable) + "='" + value.substr(0, 64) + "' is not a fraction in [0, 1] (0.10: 10% slower)");
+    return std::nullopt;
   }
   return fraction;
+}
+
+std::string value_of_variable() {
+  const char* text = std::getenv(variable);
+  return text != nullptr ? std::string(text) : std::string();
+}
+
+// At load time nothing may throw: a bad value is NaN here and an error at first use.
+double fraction_at_load() {
+  const std::string value = value_of_variable();
+  if (value.empty()) return 0;
+  return parse_fraction(value).value_or(std::numeric_limits<double>::quiet_NaN());
 }
 
 thread_local int open_scopes = 0;
@@ -30,19 +42,24 @@ thread_local double repeat_debt = 0;
 
 }  // namespace
 
+const double planted_fraction = fraction_at_load();
+
 double planted_slowdown() {
-  static const double fraction = read_fraction();
-  return fraction;
+  if (std::isnan(planted_fraction)) {
+    throw Error(ErrorKind::usage, "environment",
+                std::string(variable) + "='" + value_of_variable().substr(0, 64) +
+                    "' is not a fraction in [0, 1] (0.10: 10% slower)");
+  }
+  return planted_fraction;
 }
 
-PlantedDelay::PlantedDelay() {
+void PlantedDelay::open() {
   if (planted_slowdown() == 0) return;
   outermost_ = open_scopes++ == 0;
   if (outermost_) start_ = std::chrono::steady_clock::now();
 }
 
-PlantedDelay::~PlantedDelay() {
-  if (planted_slowdown() == 0) return;
+void PlantedDelay::close() {
   --open_scopes;
   if (!outermost_) return;
   const auto elapsed = std::chrono::steady_clock::now() - start_;
@@ -54,9 +71,8 @@ PlantedDelay::~PlantedDelay() {
   }
 }
 
-bool planted_repeat() {
+bool planted_repeat_due() {
   const double fraction = planted_slowdown();
-  if (fraction == 0) return false;
   repeat_debt += fraction;
   if (repeat_debt < 1) return false;
   repeat_debt -= 1;
