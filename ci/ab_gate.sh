@@ -3,7 +3,7 @@
 # machine in interleaved rounds (reports/ab_gate.py; docs/benchmarks.md, "The gate"). A lent
 # GPU host differs from the last one, so a stored baseline is never what a gate compares with.
 #
-#   ci/ab_gate.sh [--base REV | --base-tree DIR | --base-archive FILE] [OUT]
+#   ci/ab_gate.sh [--build-only] [--base REV | --base-tree DIR | --base-archive FILE] [OUT]
 #
 # The baseline's source: a git revision (default CUJIT_GATE_BASE, else the merge base of
 # HEAD and origin/main, else of HEAD and main), a directory holding that source, or a
@@ -23,6 +23,8 @@ export PATH="${CUDAToolkit_ROOT:-/usr/local/cuda}/bin:$PATH"
 base_rev=${CUJIT_GATE_BASE:-}
 base_tree=
 base_archive=
+build_only=0
+if [ "${1:-}" = --build-only ]; then build_only=1; shift; fi
 case "${1:-}" in
   --base) base_rev=${2:?--base needs a revision}; shift 2 ;;
   --base-tree) base_tree=${2:?--base-tree needs a directory}; shift 2 ;;
@@ -45,19 +47,23 @@ base_src=$root/build/gate-base-src
 if [ -n "$base_tree" ]; then
   base_src=$(cd "$base_tree" && pwd) || fail "no directory $base_tree"
   base_name="tree $base_tree"
-else
-  rm -rf "$base_src" && mkdir -p "$base_src"
-  if [ -n "$base_archive" ]; then
+elif [ -n "$base_archive" ]; then
+  # The same archive as last time keeps its tree (and the build's timestamps: no rebuild).
+  digest=$(sha256sum "$base_archive" | cut -d' ' -f1) || fail "cannot read $base_archive"
+  if [ "$(cat "$base_src/.cujit-gate-archive" 2>/dev/null)" != "$digest" ]; then
+    rm -rf "$base_src" && mkdir -p "$base_src"
     tar -xzf "$base_archive" -C "$base_src" || fail "cannot extract $base_archive"
-    base_name="archive $(basename "$base_archive")"
-  else
-    if [ -z "$base_rev" ]; then
-      base_rev=$(git merge-base HEAD origin/main 2>/dev/null || git merge-base HEAD main 2>/dev/null) \
-        || fail "no baseline: name one with --base REV, --base-tree or --base-archive"
-    fi
-    git archive "$base_rev" | tar -x -C "$base_src" || fail "git archive $base_rev failed"
-    base_name="revision $(git rev-parse --short "$base_rev")"
+    echo "$digest" > "$base_src/.cujit-gate-archive"
   fi
+  base_name="archive $(basename "$base_archive") (sha256 ${digest:0:12})"
+else
+  if [ -z "$base_rev" ]; then
+    base_rev=$(git merge-base HEAD origin/main 2>/dev/null || git merge-base HEAD main 2>/dev/null) \
+      || fail "no baseline: name one with --base REV, --base-tree or --base-archive"
+  fi
+  rm -rf "$base_src" && mkdir -p "$base_src"
+  git archive "$base_rev" | tar -x -C "$base_src" || fail "git archive $base_rev failed"
+  base_name="revision $(git rev-parse --short "$base_rev")"
 fi
 echo "cujit gate: A = $base_name, B = this tree ($(git rev-parse --short HEAD 2>/dev/null || echo 'no git')" \
      "+ $(python3 ci/source_digest.py 2>/dev/null | cut -c1-12)), preset $preset, families $families" | tee "$out/arms.txt"
@@ -71,6 +77,7 @@ current_build=$root/build/$preset
 (cmake --preset "$preset" > "$out/current-configure.log" 2>&1 \
   && cmake --build "$current_build" -j"$jobs" "${targets[@]}" > "$out/current-build.log" 2>&1) \
   || { tail -30 "$out/current-build.log"; fail "the current tree did not build ($out/current-build.log)"; }
+if [ "$build_only" = 1 ]; then echo "cujit gate: both builds ready ($base_build, $current_build)"; exit 0; fi
 
 # ---- the gate ----
 python3 reports/ab_gate.py --a "$base_build" --b "$current_build" --families "$families" \

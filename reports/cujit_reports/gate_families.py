@@ -51,7 +51,7 @@ FAMILIES = (
            env=PAIR_ENV),
     Family("reduce_build/memory_hit", "bench_reduce", "^cujit/reduce_build/memory_hit/", ("time",), args=SHORT),
     # ---- GPU ----
-    Family("module_load/tiny", "bench_jit_gpu", "^cujit/module_load/tiny/", ("time", "own"), gpu=True),
+    Family("module_load/tiny", "bench_jit_gpu", "^cujit/module_load/tiny/", ("time", "own"), gpu=True, args=SHORT),
     Family("e2e_launchable/nrt", "bench_jit_gpu", "^cujit/e2e_launchable/nrt/", ("time", "own"), gpu=True),
     Family("disk_hit_new_process_load/tiny", "bench_jit_gpu", "^cujit/kernel_build/tiny/disk_hit_new_process/",
            ("time",), gpu=True),
