@@ -73,9 +73,36 @@ def main(argv=None):
 
     runs = []
     started = time.monotonic()
+
+    def tally_of(done):
+        tally = {}
+        for results in done:
+            for r in results:
+                tally.setdefault(r.family, {}).setdefault(r.verdict, 0)
+                tally[r.family][r.verdict] += 1
+        return tally
+
+    def write(done):
+        # After every run: a gate stopped by a time limit still leaves what it finished.
+        if not args.out:
+            return
+        os.makedirs(args.out, exist_ok=True)
+        document = ab_gate.to_json(done[-1], arm_a, arm_b, rule, {
+            "host": platform.node(), "seconds": round(time.monotonic() - started, 1),
+            "runs": len(done), "runs_failed": sum(1 for results in done if not ab_gate.passed(results)),
+            "verdicts": tally_of(done),
+            "all_runs": [[{"family": r.family, "verdict": r.verdict, "rounds": r.rounds, "seconds": round(r.seconds, 2),
+                           "metrics": [vars(m) for m in r.metrics]} for r in results] for results in done],
+        })
+        with open(os.path.join(args.out, "gate.json"), "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=1)
+        with open(os.path.join(args.out, "gate.md"), "w", encoding="utf-8") as handle:
+            handle.write(ab_gate.markdown(done[-1], arm_a, arm_b, rule))
+
     for repeat in range(args.repeat):
         results = [ab_gate.run_family(f, arm_a, arm_b, rule, progress=progress) for f in families]
         runs.append(results)
+        write(runs)
         errors = [r for r in results if r.verdict == "error"]
         print(f"ab_gate: run {repeat + 1}/{args.repeat}: " +
               ", ".join(f"{r.family} {r.verdict} ({r.rounds} rounds)" for r in results), flush=True)
@@ -84,29 +111,11 @@ def main(argv=None):
                 print(f"ab_gate: {r.family}: {r.error}", file=sys.stderr)
             break
 
-    last = runs[-1]
-    print(ab_gate.markdown(last, arm_a, arm_b, rule))
-    tally = {}
-    for results in runs:
-        for r in results:
-            tally.setdefault(r.family, {}).setdefault(r.verdict, 0)
-            tally[r.family][r.verdict] += 1
+    print(ab_gate.markdown(runs[-1], arm_a, arm_b, rule))
     gate_fails = sum(1 for results in runs if not ab_gate.passed(results))
     if args.repeat > 1:
         print(f"ab_gate: {len(runs)} runs, {gate_fails} failed; per family: " +
-              "; ".join(f"{name} {counts}" for name, counts in tally.items()))
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        document = ab_gate.to_json(last, arm_a, arm_b, rule, {
-            "host": platform.node(), "seconds": round(time.monotonic() - started, 1),
-            "runs": len(runs), "runs_failed": gate_fails, "verdicts": tally,
-            "all_runs": [[{"family": r.family, "verdict": r.verdict, "rounds": r.rounds,
-                           "metrics": [vars(m) for m in r.metrics]} for r in results] for results in runs],
-        })
-        with open(os.path.join(args.out, "gate.json"), "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=1)
-        with open(os.path.join(args.out, "gate.md"), "w", encoding="utf-8") as handle:
-            handle.write(ab_gate.markdown(last, arm_a, arm_b, rule))
+              "; ".join(f"{name} {counts}" for name, counts in tally_of(runs).items()))
     if any(r.verdict == "error" for results in runs for r in results):
         return 2
     return 0 if gate_fails == 0 else 1
