@@ -58,7 +58,10 @@ FAMILIES = (
     Family("disk_hit_new_process_load/tiny", "bench_jit_gpu", "^cujit/kernel_build/tiny/disk_hit_new_process/",
            ("time",), gpu=True, repetitions=1),
     Family("stream_launch/empty", "bench_launch", "^cujit/stream_chain/empty/100/", ("time",), gpu=True, args=SHORT),
-    Family("graph_launch/empty", "bench_launch", "^cujit/graph_chain/empty/100/", ("time",), gpu=True, args=SHORT),
+    # The chain's time is mostly the GPU running 100 kernels: a slowdown of the host-side
+    # launch is a small part of it, so the planted slowdown cannot make it 10% slower.
+    Family("graph_launch/empty", "bench_launch", "^cujit/graph_chain/empty/100/", ("time",), gpu=True, args=SHORT,
+           plantable=False),
     Family("reduce_into/int32", "bench_reduce", "^cujit/reduce_into/int32_sum/4194304/", ("time",), gpu=True, plantable=False),
 )
 

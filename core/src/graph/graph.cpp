@@ -1,4 +1,5 @@
 #include "support/handle_counts.hpp"
+#include "support/planted_slowdown.hpp"
 #include "cujit/graph.hpp"
 
 #include <algorithm>
@@ -409,6 +410,7 @@ CUgraphExec live_exec(void* handle, const char* what) {
 }  // namespace
 
 void GraphExec::launch(StreamHandle stream) {
+  const detail::PlantedDelay planted;
   const CUgraphExec exec = live_exec(handle_, "GraphExec::launch");
   detail::check(detail::driver().cuGraphLaunch(exec, static_cast<CUstream>(stream)), "cuGraphLaunch",
                 "launching a graph");
