@@ -63,7 +63,8 @@ def main(argv=None):
         parser.error(str(error))
     arm_a = ab_gate.Arm("A", os.path.abspath(args.a), environment_pairs(args.a_env, "--a-env"))
     arm_b = ab_gate.Arm("B", os.path.abspath(args.b), environment_pairs(args.b_env, "--b-env"))
-    rule = ab_gate.Rule(args.threshold, 0.95, args.min_rounds, args.max_rounds, args.budget)
+    rule = ab_gate.Rule(threshold=args.threshold, min_rounds=args.min_rounds, max_rounds=args.max_rounds,
+                        budget_s=args.budget)
 
     def progress(family, rounds, verdicts):
         if args.quiet:
