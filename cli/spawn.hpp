@@ -1,7 +1,9 @@
 #pragma once
-// Every child process of the cujit command starts here: from an argument vector, with
-// posix_spawn, never through a shell, so no path, name or option a user gives is ever
-// parsed as shell syntax. What a child writes to a captured stream is handed to the caller
+// Every child process of the cujit command starts here, through libcujit's one spawner
+// (core/src/support/child_process.hpp): from an argument vector, never through a shell, so
+// no path, name or option a user gives is ever parsed as shell syntax, and only a program
+// that passes its executable check (a regular file owned by root or this user, writable by
+// no one else, in directories of the same kind; else ChildExit::start_error says why). What a child writes to a captured stream is handed to the caller
 // as it arrives, so that the caller writes it (and checks the write) itself and keeps the
 // last of it for the message when the child dies.
 
@@ -52,6 +54,7 @@ inline ChildSpec child_spec(std::vector<std::string> argv) {
 
 struct ChildExit {
   std::string start_error;  // non-empty: the child never ran, and why
+  bool refused = false;     // it never ran because it failed the executable check
   int exit_code = -1;       // set when it exited
   int signal = 0;           // set when a signal ended it
   bool started() const noexcept { return start_error.empty(); }
