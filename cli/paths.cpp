@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "output.hpp"
-#include "support/child_process.hpp"
+#include "support/spawner.hpp"
 #include "spawn.hpp"
 
 namespace cujit::cli {

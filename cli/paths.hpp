@@ -19,7 +19,7 @@ std::filesystem::path fixture_dir();
 // reports/ of the source tree, or <prefix>/share/cujit/reports for an installed cujit.
 std::filesystem::path reports_dir();
 // CliError unless `script` (and the cujit_reports package beside it) passes the check of
-// files cujit hands an interpreter (support/child_process.hpp).
+// files cujit hands an interpreter (support/spawner.hpp).
 void require_trusted_script(const std::filesystem::path& script);
 // The Python that has matplotlib: CUJIT_PYTHON (one executable, not a command line),
 // else the first of python3 on PATH and /usr/bin/python3 (Debian's, where

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "support/child_process.hpp"
+#include "support/spawner.hpp"
 
 namespace cujit::cli {
 

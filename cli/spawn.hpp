@@ -1,6 +1,6 @@
 #pragma once
 // Every child process of the cujit command starts here, through libcujit's one spawner
-// (core/src/support/child_process.hpp): from an argument vector, never through a shell, so
+// (core/src/support/spawner.hpp): from an argument vector, never through a shell, so
 // no path, name or option a user gives is ever parsed as shell syntax, and only a program
 // that passes its executable check (a regular file owned by root or this user, writable by
 // no one else, in directories of the same kind; else ChildExit::start_error says why). What a child writes to a captured stream is handed to the caller

@@ -16,13 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "support/child_process.hpp"
+#include "support/spawner.hpp"
 #include "support/fixtures.hpp"
 
 namespace cujit {
 namespace {
 
 namespace fs = std::filesystem;
+using test::TempDir;
 
 const fs::path build_tree = CUJIT_TEST_BUILD_DIR;
 const fs::path build_worker = CUJIT_TEST_COMPILE_WORKER;
@@ -30,13 +31,13 @@ const fs::path build_probe = CUJIT_TEST_INSTALL_PROBE;
 const fs::path build_bench = build_tree / "bench" / "bench_jit";
 const std::string moved_suffix = ".moved-by-install-test";
 
-struct Run {
+struct ProcessRun {
   int exit_code = -1;
   std::string out;
   std::string start_error;
 };
 
-Run run(const std::vector<std::string>& argv, std::vector<std::pair<std::string, std::string>> environment = {}) {
+ProcessRun run(const std::vector<std::string>& argv, std::vector<std::pair<std::string, std::string>> environment = {}) {
   detail::ChildOptions options;
   options.argv = argv;
   options.environment = std::move(environment);
@@ -44,7 +45,7 @@ Run run(const std::vector<std::string>& argv, std::vector<std::pair<std::string,
   options.out = detail::ChildSink::capture;
   options.err_to_out = true;
   options.timeout = std::chrono::minutes(5);
-  Run result;
+  ProcessRun result;
   const detail::ChildResult child =
       detail::run_child_process(options, [&](detail::ChildStream, std::string_view text) { result.out.append(text); });
   result.start_error = child.start_error;
@@ -95,7 +96,7 @@ class Installed : public ::testing::Test {
     fs::permissions(prefix(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                   fs::perms::others_read | fs::perms::others_exec,
                     fs::perm_options::replace);
-    const Run install = run({CUJIT_TEST_CMAKE, "--install", build_tree.string(), "--prefix", prefix().string()});
+    const ProcessRun install = run({CUJIT_TEST_CMAKE, "--install", build_tree.string(), "--prefix", prefix().string()});
     ASSERT_EQ(install.exit_code, 0) << install.start_error << install.out;
     // An application that links libcujit.a, installed beside cujit.
     fs::copy_file(build_probe, prefix() / "bin" / "install_probe");
@@ -123,17 +124,17 @@ TempDir* Installed::prefix_dir_ = nullptr;
 TEST_F(Installed, LibraryUsesTheInstalledWorkerNeverThePlantedBuildTreeOne) {
   const Planted planted(build_worker, marker_);
   // The power: a program of the build tree runs what is at the build tree's path.
-  const Run inside = run({build_probe.string()});
+  const ProcessRun inside = run({build_probe.string()});
   EXPECT_NE(inside.out.find("candidate=" + build_worker.string()), std::string::npos) << inside.out;
   EXPECT_NE(markers().find("planted:"), std::string::npos) << inside.out;
   fs::remove(marker_);
   // The installed program chooses the installed worker, and compiles with it.
-  const Run installed = run({(prefix() / "bin" / "install_probe").string()});
+  const ProcessRun installed = run({(prefix() / "bin" / "install_probe").string()});
   EXPECT_NE(installed.out.find("worker=" + installed_worker().string()), std::string::npos) << installed.out;
   EXPECT_NE(installed.out.find("\ncompiled\n"), std::string::npos) << installed.out;
   // Without an installed worker it compiles in-process, still never in the build tree.
   fs::rename(installed_worker(), installed_worker().string() + ".away");
-  const Run bare = run({(prefix() / "bin" / "install_probe").string()});
+  const ProcessRun bare = run({(prefix() / "bin" / "install_probe").string()});
   fs::rename(installed_worker().string() + ".away", installed_worker());
   EXPECT_EQ(bare.out.find(build_tree.string()), std::string::npos) << bare.out;
   EXPECT_NE(bare.out.find("\ncompiled\n"), std::string::npos) << bare.out;
@@ -145,12 +146,12 @@ TEST_F(Installed, InstalledWorkerRunsAndAnUntrustedOneIsRefused) {
   fs::rename(installed_worker(), saved);
   write_marker_program(installed_worker(), marker_, "installed-worker");
   const fs::path probe = prefix() / "bin" / "install_probe";
-  const Run trusted = run({probe.string()});
+  const ProcessRun trusted = run({probe.string()});
   EXPECT_EQ(markers(), "installed-worker\n") << trusted.out;
   fs::remove(marker_);
   for (const mode_t bad : {0775, 0757, 0777}) {
     ::chmod(installed_worker().c_str(), bad);
-    const Run refused = run({probe.string()});
+    const ProcessRun refused = run({probe.string()});
     EXPECT_NE(refused.out.find("refused="), std::string::npos) << refused.out;
     EXPECT_NE(refused.out.find("refusing to run '" + installed_worker().string() + "'"), std::string::npos)
         << refused.out;
@@ -159,7 +160,7 @@ TEST_F(Installed, InstalledWorkerRunsAndAnUntrustedOneIsRefused) {
   ::chmod(installed_worker().c_str(), 0755);
   if (::geteuid() == 0) {
     ASSERT_EQ(::chown(installed_worker().c_str(), 65534, 65534), 0);
-    const Run foreign = run({probe.string()});
+    const ProcessRun foreign = run({probe.string()});
     EXPECT_NE(foreign.out.find("owned by uid 65534"), std::string::npos) << foreign.out;
   }
   EXPECT_EQ(markers(), "") << "a refused worker ran";
@@ -175,14 +176,14 @@ TEST_F(Installed, CommandNeedingABuildTreeSaysSoAndRunsNothingPlanted) {
         std::vector<std::string>{"conformance", "--list"}}) {
     std::vector<std::string> argv{cujit.string()};
     argv.insert(argv.end(), command.begin(), command.end());
-    const Run result = run(argv);
+    const ProcessRun result = run(argv);
     EXPECT_EQ(result.exit_code, 2) << command.front() << ": " << result.out;
     EXPECT_NE(result.out.find("needs a build tree"), std::string::npos) << result.out;
   }
   EXPECT_EQ(markers(), "");
   // The same command with the build tree named runs it (the planted file is then named, and
   // runs: the test's power).
-  const Run named = run({cujit.string(), "bench", "--quick", "--out", (prefix() / "bench-named").string()},
+  const ProcessRun named = run({cujit.string(), "bench", "--quick", "--out", (prefix() / "bench-named").string()},
                         {{"CUJIT_BUILD_DIR", build_tree.string()}});
   EXPECT_NE(markers().find("planted:bench_jit"), std::string::npos) << named.out;
 }
@@ -200,11 +201,11 @@ TEST_F(Installed, ReportScriptsComeFromTheInstallTree) {
   const fs::path cujit = prefix() / "bin" / "cujit";
   const std::vector<std::string> argv{cujit.string(), "report", input.string(), "--out",
                                       (prefix() / "report-out").string()};
-  const Run report = run(argv);
+  const ProcessRun report = run(argv);
   EXPECT_EQ(markers(), "installed-report") << "not the installed report.py: " << report.out;
   fs::remove(marker_);
   ::chmod(script.c_str(), 0666);
-  const Run refused = run(argv);
+  const ProcessRun refused = run(argv);
   EXPECT_EQ(refused.exit_code, 2) << refused.out;
   EXPECT_NE(refused.out.find("refusing to run '" + script.string() + "'"), std::string::npos) << refused.out;
   EXPECT_EQ(markers(), "");

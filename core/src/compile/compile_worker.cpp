@@ -14,7 +14,7 @@
 
 #include "cujit/environment.hpp"
 #include "cujit/error.hpp"
-#include "support/child_process.hpp"
+#include "support/spawner.hpp"
 #include "support/record.hpp"
 
 #ifndef CUJIT_COMPILE_WORKER_DEFAULT

@@ -18,7 +18,7 @@
 // the build tree that built this libcujit uses that tree's worker, and any other program
 // the installed one: <its own directory>/../libexec/cujit/cujit-compile-worker, else the
 // configured <prefix>/libexec/cujit. Never a build-tree path from an installed program.
-// The worker is run only when it passes the executable check (support/child_process.hpp);
+// The worker is run only when it passes the executable check (support/spawner.hpp);
 // CUJIT_COMPILE_WORKER_TIMEOUT (seconds, default 600) bounds one compile.
 
 #include <optional>

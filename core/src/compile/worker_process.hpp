@@ -1,6 +1,6 @@
 #pragma once
 // One run of a helper process that reads a request on its stdin and writes a reply on its
-// stdout (compile/compile_worker.hpp), through the one spawner (support/child_process.hpp):
+// stdout (compile/compile_worker.hpp), through the one spawner (support/spawner.hpp):
 // from an argument vector, never through a shell, only when the executable passes its
 // ownership check; its output is read up to a limit and its run up to a deadline, after
 // which it is killed. Failures are values: the caller turns them into the typed error that
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "support/child_process.hpp"
+#include "support/spawner.hpp"
 
 namespace cujit::detail {
 

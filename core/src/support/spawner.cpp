@@ -1,4 +1,4 @@
-#include "support/child_process.hpp"
+#include "support/spawner.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-// The one spawner (core/src/support/child_process.hpp) and its executable check: a program
+// The one spawner (core/src/support/spawner.hpp) and its executable check: a program
 // runs only when it is a regular, executable file owned by root or this user, writable by
 // neither its group nor others, in directories of the same kind; anything else is an
 // ExecutableRefusal naming the path and why, and never runs. Checked over every mode of the
@@ -17,13 +17,14 @@
 
 #include "compile/compile_worker.hpp"
 #include "cujit/error.hpp"
-#include "support/child_process.hpp"
+#include "support/spawner.hpp"
 #include "support/fixtures.hpp"
 
 namespace cujit {
 namespace {
 
 namespace fs = std::filesystem;
+using test::TempDir;
 using detail::ExecutableProblem;
 
 constexpr uid_t nobody = 65534;
