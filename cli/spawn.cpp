@@ -1,6 +1,7 @@
 #include "spawn.hpp"
 
 #include <array>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <stdexcept>
@@ -24,6 +25,9 @@ ChildExit run_child(const ChildSpec& spec, const OutputHandler& on_output) {
   options.err_to_out = spec.err_to_out;
   options.report_fd = spec.report_fd;
   options.tick_ms = on_output ? spec.tick_ms : 0;
+  if (spec.timeout_ms > 0) options.timeout = std::chrono::milliseconds(spec.timeout_ms);
+  options.memory_limit_bytes = spec.memory_limit_bytes;
+  options.cpu_limit_seconds = spec.cpu_limit_seconds;
   const detail::ChildResult child =
       detail::run_child_process(options, [&](detail::ChildStream stream, std::string_view text) {
         if (!on_output) return;
@@ -38,6 +42,7 @@ ChildExit run_child(const ChildSpec& spec, const OutputHandler& on_output) {
   result.refused = child.refused.has_value();
   result.exit_code = child.exit_code;
   result.signal = child.signal;
+  result.timed_out = child.timed_out;
   return result;
 }
 
@@ -67,6 +72,7 @@ int signal_number(std::string_view name) {
 
 std::string describe(const ChildExit& exit) {
   if (!exit.started()) return "could not start: " + exit.start_error;
+  if (exit.timed_out) return "timed out and was killed";
   if (exit.signal != 0) return "crashed: " + signal_name(exit.signal);
   return "exit status " + std::to_string(exit.exit_code);
 }
