@@ -196,6 +196,7 @@ int bench(const BenchOptions& options, nlohmann::json* summary) {
                                        std::pair{"cuda_core_peer.py", "peer_cuda_core.json"}}) {
       // Absolute paths: the peers take positional arguments, and an --out such as "-x" must
       // not read as an option.
+      require_trusted_script(source_dir() / "bench" / "peers" / script);
       const ChildSpec peer = child_spec({python(), (source_dir() / "bench" / "peers" / script).string(),
                             std::filesystem::absolute(options.out / json).string(),
                             std::filesystem::absolute(source_dir() / "scenarios").string(), "5"});

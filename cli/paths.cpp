@@ -6,18 +6,74 @@
 #include <iostream>
 
 #include "output.hpp"
+#include "support/spawner.hpp"
 #include "spawn.hpp"
 
 namespace cujit::cli {
 
+namespace {
+
+std::filesystem::path self_path() {
+  std::error_code error;
+  return std::filesystem::canonical("/proc/self/exe", error);
+}
+
+// Whether this program is the one built in CUJIT_CLI_BUILD_DIR (or another program of that
+// tree): decided by where it is, never by which of several paths happens to exist, since
+// the build tree of an installed cujit may be gone and its paths anyone's to fill.
+bool in_build_tree() {
+  static const bool inside = [] {
+    std::error_code error;
+    const std::filesystem::path root = std::filesystem::canonical(CUJIT_CLI_BUILD_DIR, error);
+    if (error) return false;
+    const std::string self = self_path().string(), prefix = root.string() + "/";
+    return self.compare(0, prefix.size(), prefix) == 0;
+  }();
+  return inside;
+}
+
+std::string not_in_build_tree(const std::string& variable, const std::string& what) {
+  return "this cujit (" + shown(self_path().string()) + ") is not the one in its build tree, and an installed cujit " +
+         "never uses the tree it was built in: " + what + " needs a build tree; set " + variable + " to one";
+}
+
+}  // namespace
+
 std::filesystem::path build_dir() {
   const char* value = std::getenv("CUJIT_BUILD_DIR");
-  return value != nullptr && *value != '\0' ? value : CUJIT_CLI_BUILD_DIR;
+  if (value != nullptr && *value != '\0') return value;
+  if (in_build_tree()) return CUJIT_CLI_BUILD_DIR;
+  throw CliError(not_in_build_tree("CUJIT_BUILD_DIR", "this command (conformance suites, benchmarks, fixtures)"));
 }
 
 std::filesystem::path source_dir() {
   const char* value = std::getenv("CUJIT_SOURCE_DIR");
-  return value != nullptr && *value != '\0' ? value : CUJIT_CLI_SOURCE_DIR;
+  if (value != nullptr && *value != '\0') return value;
+  if (in_build_tree()) return CUJIT_CLI_SOURCE_DIR;
+  throw CliError(not_in_build_tree("CUJIT_SOURCE_DIR", "this command (benchmark peers, scenarios)"));
+}
+
+std::filesystem::path reports_dir() {
+  const char* value = std::getenv("CUJIT_SOURCE_DIR");
+  if ((value != nullptr && *value != '\0') || in_build_tree()) return source_dir() / "reports";
+  // Installed: <prefix>/bin/cujit -> <prefix>/share/cujit/reports (cmake/CujitInstall.cmake).
+  const std::filesystem::path installed = self_path().parent_path().parent_path() / "share" / "cujit" / "reports";
+  std::error_code error;
+  if (!std::filesystem::is_directory(installed, error)) {
+    throw CliError("the report scripts are not installed: no " + shown(installed.string()) +
+                   " beside this cujit (" + shown(self_path().string()) + "); set CUJIT_SOURCE_DIR to a source tree");
+  }
+  return installed;
+}
+
+void require_trusted_script(const std::filesystem::path& script) {
+  // Python reads the script and the package beside it by name: each must be cujit's own
+  // (owned by root or this user, writable by no one else, in directories of the same kind).
+  std::optional<detail::ExecutableRefusal> refused = detail::check_trusted_file(script.string());
+  const std::filesystem::path package = script.parent_path() / "cujit_reports";
+  std::error_code error;
+  if (!refused && std::filesystem::exists(package, error)) refused = detail::check_trusted_directory(package.string());
+  if (refused) throw CliError(refused->message());
 }
 
 std::filesystem::path fixture_dir() { return build_dir() / "scenarios" / "fixtures"; }
@@ -40,7 +96,9 @@ std::string python() {
 
 int run_report_script(const std::string& script, const std::vector<std::string>& args, bool stdout_to_stderr,
                       std::string* captured) {
-  const std::string path = (source_dir() / "reports" / script).string();
+  const std::filesystem::path located = reports_dir() / script;
+  require_trusted_script(located);
+  const std::string path = located.string();
   ChildSpec spec = child_spec({python(), path});
   spec.out = spec.err = Sink::capture;
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());

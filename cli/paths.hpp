@@ -1,7 +1,11 @@
 #pragma once
 // Where the cujit command finds the build tree (conformance and benchmark executables,
-// fixtures) and the source tree (reports, scenarios): where it was built, unless
-// CUJIT_BUILD_DIR / CUJIT_SOURCE_DIR say otherwise.
+// fixtures), the source tree (scenarios, benchmark peers) and the report scripts:
+// CUJIT_BUILD_DIR / CUJIT_SOURCE_DIR when set; else, for the cujit inside its build tree
+// (decided by where this program is, /proc/self/exe), where it was built. An installed
+// cujit never uses the tree it was built in: it finds the reports beside itself
+// (<prefix>/share/cujit/reports), and a command that needs a build tree is a CliError
+// (exit 2) saying so.
 
 #include <filesystem>
 #include <string>
@@ -12,6 +16,11 @@ namespace cujit::cli {
 std::filesystem::path build_dir();
 std::filesystem::path source_dir();
 std::filesystem::path fixture_dir();
+// reports/ of the source tree, or <prefix>/share/cujit/reports for an installed cujit.
+std::filesystem::path reports_dir();
+// CliError unless `script` (and the cujit_reports package beside it) passes the check of
+// files cujit hands an interpreter (support/spawner.hpp).
+void require_trusted_script(const std::filesystem::path& script);
 // The Python that has matplotlib: CUJIT_PYTHON (one executable, not a command line),
 // else the first of python3 on PATH and /usr/bin/python3 (Debian's, where
 // python3-matplotlib installs) that can import it.

@@ -1,10 +1,13 @@
 #pragma once
-// Every child process of the cujit command starts here: from an argument vector, with
-// posix_spawn, never through a shell, so no path, name or option a user gives is ever
-// parsed as shell syntax. What a child writes to a captured stream is handed to the caller
+// Every child process of the cujit command starts here, through libcujit's one spawner
+// (core/src/support/spawner.hpp): from an argument vector, never through a shell, so
+// no path, name or option a user gives is ever parsed as shell syntax, and only a program
+// that passes its executable check (a regular file owned by root or this user, writable by
+// no one else, in directories of the same kind; else ChildExit::start_error says why). What a child writes to a captured stream is handed to the caller
 // as it arrives, so that the caller writes it (and checks the write) itself and keeps the
 // last of it for the message when the child dies.
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -41,6 +44,11 @@ struct ChildSpec {
   // > 0: the OutputHandler is also called with Stream::tick about every tick_ms
   // milliseconds while the child runs, whether or not it writes anything.
   int tick_ms = 0;
+  // > 0: limits, enforced by the spawner: killed (SIGKILL) after timeout_ms milliseconds;
+  // RLIMIT_AS (bytes) and RLIMIT_CPU (seconds) set in the child before it runs.
+  int timeout_ms = 0;
+  std::uint64_t memory_limit_bytes = 0;
+  std::uint64_t cpu_limit_seconds = 0;
 };
 
 // A ChildSpec for `argv` with everything else as the defaults say.
@@ -52,6 +60,8 @@ inline ChildSpec child_spec(std::vector<std::string> argv) {
 
 struct ChildExit {
   std::string start_error;  // non-empty: the child never ran, and why
+  bool refused = false;     // it never ran because it failed the executable check
+  bool timed_out = false;   // killed after ChildSpec::timeout_ms (signal is then SIGKILL)
   int exit_code = -1;       // set when it exited
   int signal = 0;           // set when a signal ended it
   bool started() const noexcept { return start_error.empty(); }

@@ -27,9 +27,16 @@ install(FILES ${PROJECT_SOURCE_DIR}/core/device/cujit/nrt.cuh
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cujit)
 if(TARGET cujit_cli)
   install(TARGETS cujit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # The scripts `cujit report` / `cujit compare` run: an installed cujit finds them beside
+  # itself (<prefix>/share/cujit/reports), never in the source tree it was built from.
+  install(FILES ${PROJECT_SOURCE_DIR}/reports/report.py ${PROJECT_SOURCE_DIR}/reports/compare.py
+                ${PROJECT_SOURCE_DIR}/reports/history.py
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/cujit/reports)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/reports/cujit_reports DESTINATION ${CMAKE_INSTALL_DATADIR}/cujit/reports
+    FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 endif()
-# Side-by-side compiles run in this worker (core/src/compile/compile_worker.hpp); libcujit
-# looks for it here once installed.
+# Side-by-side compiles run in this worker (core/src/compile/compile_worker.hpp); an
+# installed program finds it at <its directory>/../libexec/cujit, else here.
 install(TARGETS cujit_compile_worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cujit)
 
 install(EXPORT cujitTargets NAMESPACE cujit:: DESTINATION ${CUJIT_INSTALL_CMAKEDIR})

@@ -1,6 +1,6 @@
 // cujit-compile-worker: one NVRTC compile per process, so that several sources compile
 // side by side (NVRTC runs one compile at a time per process). libcujit starts it with
-// posix_spawn for each source of a multi-source build; the request arrives on stdin, the
+// the one spawner (support/spawner.hpp) for each source of a multi-source build; the request arrives on stdin, the
 // result or error leaves on stdout (core/src/compile/compile_worker.hpp).
 #include <unistd.h>
 

@@ -1,5 +1,7 @@
 #include "compile/compile_worker.hpp"
 
+#include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,13 +10,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 #include "cujit/environment.hpp"
 #include "cujit/error.hpp"
+#include "support/spawner.hpp"
 #include "support/record.hpp"
 
 #ifndef CUJIT_COMPILE_WORKER_DEFAULT
 #define CUJIT_COMPILE_WORKER_DEFAULT ""
+#endif
+#ifndef CUJIT_COMPILE_WORKER_BUILD_TREE
+#define CUJIT_COMPILE_WORKER_BUILD_TREE ""
 #endif
 #ifndef CUJIT_COMPILE_WORKER_INSTALLED
 #define CUJIT_COMPILE_WORKER_INSTALLED ""
@@ -150,18 +157,81 @@ bool write_all(int fd, std::string_view bytes) {
 
 }  // namespace
 
+namespace {
+
+// The file this code was loaded from: the executable that linked libcujit.a, or a shared
+// object that did. The main program's name in dladdr is not reliable (argv[0], possibly
+// relative), so it is read from /proc/self/exe.
+struct ImageSearch {
+  std::uintptr_t address = 0;
+  bool in_main_program = false;
+};
+
+int find_main_program(dl_phdr_info* info, std::size_t, void* data) {
+  auto* search = static_cast<ImageSearch*>(data);
+  // The first object listed is the main program.
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD) continue;
+    const std::uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+    if (search->address >= start && search->address < start + segment.p_memsz) search->in_main_program = true;
+  }
+  return 1;
+}
+
+std::filesystem::path own_image() {
+  ImageSearch search{reinterpret_cast<std::uintptr_t>(&find_main_program)};
+  ::dl_iterate_phdr(find_main_program, &search);
+  std::error_code error;
+  if (search.in_main_program) return std::filesystem::read_symlink("/proc/self/exe", error);
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&find_main_program), &info) == 0 || info.dli_fname == nullptr) return {};
+  return std::filesystem::canonical(info.dli_fname, error);
+}
+
+// Whether `path` lies inside `dir` (both resolved; a directory that no longer exists
+// contains nothing).
+bool inside(const std::filesystem::path& path, const std::string& dir) {
+  if (dir.empty() || path.empty()) return false;
+  std::error_code error;
+  const std::filesystem::path root = std::filesystem::canonical(dir, error);
+  if (error) return false;
+  const std::string text = path.string(), prefix = root.string() + "/";
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace
+
+std::string compile_worker_candidate() {
+  if (const auto chosen = environment::absolute_path("CUJIT_COMPILE_WORKER")) return *chosen;
+  // A program of the build tree uses the build tree's worker; anything else, never: once
+  // installed, the build tree may be gone and its paths anyone's to fill.
+  const std::filesystem::path image = own_image();
+  if (inside(image, CUJIT_COMPILE_WORKER_BUILD_TREE)) return CUJIT_COMPILE_WORKER_DEFAULT;
+  // Installed: beside this program (<prefix>/bin or <prefix>/lib -> <prefix>/libexec/cujit),
+  // else where the build was configured to install it.
+  if (!image.empty()) {
+    const std::filesystem::path beside = image.parent_path().parent_path() / "libexec" / "cujit" / "cujit-compile-worker";
+    std::error_code error;
+    if (std::filesystem::exists(beside, error)) return beside.string();
+  }
+  return CUJIT_COMPILE_WORKER_INSTALLED;
+}
+
 std::optional<std::string> compile_worker_path() {
   if (environment::flag("CUJIT_COMPILE_IN_PROCESS", false)) return std::nullopt;
-  const auto executable = [](const std::string& path) { return !path.empty() && ::access(path.c_str(), X_OK) == 0; };
-  if (const auto chosen = environment::absolute_path("CUJIT_COMPILE_WORKER")) {
-    return executable(*chosen) ? std::optional<std::string>(*chosen) : std::nullopt;
+  const std::string candidate = compile_worker_candidate();
+  if (candidate.empty()) return std::nullopt;
+  TrustedExecutable checked;
+  if (const auto refused = open_trusted_executable(candidate, checked)) {
+    // No worker: compile in-process. One that is there but may not run: say so.
+    if (refused->problem == ExecutableProblem::missing) return std::nullopt;
+    throw Error(ErrorKind::io, "compile worker (executable check)",
+                refused->message() + "; cujit runs only a worker owned by root or this user and writable by "
+                                     "no one else (CUJIT_COMPILE_WORKER names another, CUJIT_COMPILE_IN_PROCESS=1 "
+                                     "compiles without one)");
   }
-  // The build tree's worker, else the installed one (cmake --install puts it in
-  // <prefix>/libexec/cujit): a libcujit.a linked from either finds its own.
-  for (const char* path : {CUJIT_COMPILE_WORKER_DEFAULT, CUJIT_COMPILE_WORKER_INSTALLED}) {
-    if (executable(path)) return std::string(path);
-  }
-  return std::nullopt;
+  return candidate;
 }
 
 namespace {

@@ -14,8 +14,12 @@
 // the worker and what happened, with the tail of its stderr as the log.
 //
 // Environment: CUJIT_COMPILE_IN_PROCESS=1 keeps every compile in the calling process;
-// CUJIT_COMPILE_WORKER (an absolute path) names the worker, default the one built with
-// this libcujit; CUJIT_COMPILE_WORKER_TIMEOUT (seconds, default 600) bounds one compile.
+// CUJIT_COMPILE_WORKER (an absolute path) names the worker; without it, a program inside
+// the build tree that built this libcujit uses that tree's worker, and any other program
+// the installed one: <its own directory>/../libexec/cujit/cujit-compile-worker, else the
+// configured <prefix>/libexec/cujit. Never a build-tree path from an installed program.
+// The worker is run only when it passes the executable check (support/spawner.hpp);
+// CUJIT_COMPILE_WORKER_TIMEOUT (seconds, default 600) bounds one compile.
 
 #include <optional>
 #include <string>
@@ -29,7 +33,13 @@ namespace cujit::detail {
 
 // The worker to use for side-by-side compiles: nullopt when CUJIT_COMPILE_IN_PROCESS is set
 // or no worker executable is there (then compiles stay in-process, with identical results).
+// A worker that is there but fails the executable check (owned by another user, writable
+// by group or others, in such a directory) is Error(io) naming it and why.
 std::optional<std::string> compile_worker_path();
+
+// The worker compile_worker_path would check: CUJIT_COMPILE_WORKER, the build tree's (for a
+// program inside the build tree) or the installed one. Empty when there is none to try.
+std::string compile_worker_candidate();
 
 // Program::compile, in a worker process when the calling thread compiles an item of a
 // CompileBatch that runs NVRTC beside another (compile/compile_batch.hpp), a worker is

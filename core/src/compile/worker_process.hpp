@@ -1,16 +1,19 @@
 #pragma once
 // One run of a helper process that reads a request on its stdin and writes a reply on its
-// stdout (compile/compile_worker.hpp). Started from an argument vector with posix_spawn,
-// never through a shell; every descriptor cujit opens for it is close-on-exec, so nothing
-// leaks into it or into other children started at the same time; its output is read up to
-// a limit and its run up to a deadline, after which it is killed. Failures are values: the
-// caller turns them into the typed error that names its input.
+// stdout (compile/compile_worker.hpp), through the one spawner (support/spawner.hpp):
+// from an argument vector, never through a shell, only when the executable passes its
+// ownership check; its output is read up to a limit and its run up to a deadline, after
+// which it is killed. Failures are values: the caller turns them into the typed error that
+// names its input.
 
 #include <chrono>
+#include <optional>
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "support/spawner.hpp"
 
 namespace cujit::detail {
 
@@ -22,6 +25,7 @@ struct WorkerLimits {
 
 struct WorkerRun {
   std::string start_error;  // non-empty: the process never ran, and why
+  std::optional<ExecutableRefusal> refused;  // set: the worker failed the executable check
   int exit_code = -1;       // set when it exited
   int signal = 0;           // set when a signal ended it (SIGKILL after a timeout or overrun)
   bool timed_out = false;

@@ -1,0 +1,502 @@
+#include "support/spawner.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <thread>
+
+extern char** environ;
+
+namespace cujit::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string errno_text(const char* call, int error) { return std::string(call) + ": " + std::strerror(error); }
+
+std::string octal_mode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+bool trusted_owner(uid_t owner) { return owner == 0 || owner == ::geteuid(); }
+
+// The ownership and write-permission rules, for a file or a directory already lstat'd.
+std::optional<std::string> ownership_problem(const struct stat& info, bool is_directory) {
+  if (!trusted_owner(info.st_uid)) {
+    return "is owned by uid " + std::to_string(info.st_uid) + ", neither root nor this user (uid " +
+           std::to_string(::geteuid()) + ")";
+  }
+  // A sticky directory (/tmp) lets others add entries but not rename or remove ours.
+  const bool sticky = is_directory && (info.st_mode & S_ISVTX) != 0;
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !sticky) {
+    return "is writable by " + std::string((info.st_mode & S_IWOTH) != 0 ? "others" : "its group") + " (mode " +
+           octal_mode(info.st_mode) + ")";
+  }
+  return std::nullopt;
+}
+
+ExecutableRefusal refusal(ExecutableProblem problem, std::string path, std::string why) {
+  return ExecutableRefusal{problem, std::move(path), std::move(why)};
+}
+
+// Every directory from `real`'s parent up to "/" (real: a path realpath returned).
+std::optional<ExecutableRefusal> check_ancestors(const std::string& given, const std::filesystem::path& real) {
+  for (std::filesystem::path dir = real.parent_path();; dir = dir.parent_path()) {
+    struct stat info {};
+    if (::lstat(dir.c_str(), &info) != 0) {
+      return refusal(ExecutableProblem::unreadable, given,
+                     "its directory '" + dir.string() + "' cannot be examined: " + std::strerror(errno));
+    }
+    if (const auto why = ownership_problem(info, true)) {
+      return refusal(ExecutableProblem::untrusted_directory, given, "its directory '" + dir.string() + "' " + *why);
+    }
+    if (dir == dir.root_path() || dir.empty()) return std::nullopt;
+  }
+}
+
+std::optional<std::string> real_path(const std::string& path, int& error) {
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) {
+    error = errno;
+    return std::nullopt;
+  }
+  std::string text(resolved);
+  std::free(resolved);
+  return text;
+}
+
+enum class Want { executable, file, directory };
+
+std::optional<ExecutableRefusal> check_path(const std::string& given, Want want, TrustedExecutable* out) {
+  int error = 0;
+  const auto real = real_path(given, error);
+  if (!real) {
+    if (error == ENOENT || error == ENOTDIR) return refusal(ExecutableProblem::missing, given, "does not exist");
+    return refusal(ExecutableProblem::unreadable, given, "cannot be resolved: " + std::string(std::strerror(error)));
+  }
+  if (auto bad = check_ancestors(given, *real)) return bad;
+  // O_PATH: no read permission needed and nothing of the file runs; O_NOFOLLOW: the real
+  // path has no link left, so one planted since is refused rather than followed.
+  UniqueFd fd(::open(real->c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0) {
+    error = errno;
+    if (error == ENOENT) return refusal(ExecutableProblem::missing, given, "does not exist");
+    return refusal(ExecutableProblem::unreadable, given, "cannot be opened: " + std::string(std::strerror(error)));
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) {
+    return refusal(ExecutableProblem::unreadable, given, "cannot be examined: " + std::string(std::strerror(errno)));
+  }
+  const bool directory = want == Want::directory;
+  if (directory ? !S_ISDIR(info.st_mode) : !S_ISREG(info.st_mode)) {
+    return refusal(ExecutableProblem::not_regular, given,
+                   directory ? "is not a directory" : "is not a regular file (mode " + octal_mode(info.st_mode) + ")");
+  }
+  if (const auto why = ownership_problem(info, directory)) {
+    const bool owner = !trusted_owner(info.st_uid);
+    return refusal(owner ? ExecutableProblem::foreign_owner : ExecutableProblem::writable_by_others, given, *why);
+  }
+  if (want == Want::executable && (info.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) == 0) {
+    return refusal(ExecutableProblem::not_executable, given, "is not executable (mode " + octal_mode(info.st_mode) + ")");
+  }
+  if (out != nullptr) {
+    out->path = *real;
+    out->fd = std::move(fd);
+  }
+  return std::nullopt;
+}
+
+// PATH lookup as execvp does it, except that an empty entry (the working directory) is
+// skipped: a name never runs a file from wherever the caller happens to be.
+std::string find_on_path(const std::string& name) {
+  const char* value = std::getenv("PATH");
+  const std::string path = value != nullptr ? value : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    const std::string dir = path.substr(start, end - start);
+    start = end + 1;
+    if (dir.empty() || dir.front() != '/') continue;
+    const std::string candidate = dir + "/" + name;
+    struct stat info {};
+    if (::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return {};
+}
+
+// A descriptor at 10 or above, close-on-exec, so that placing it at 0..9 in the child can
+// never overwrite another one first.
+std::string raise_fd(UniqueFd& fd) {
+  if (fd.get() >= 10) return {};
+  const int high = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 10);
+  if (high < 0) return errno_text("fcntl", errno);
+  fd.reset(high);
+  return {};
+}
+
+struct Pipe {
+  UniqueFd read, write;
+  ChildStream stream = ChildStream::out;
+  int target = -1;  // the descriptor the child gets its write end at
+};
+
+std::string make_pipe(Pipe& pipe, ChildStream stream, int target) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return errno_text("pipe2", errno);
+  pipe.read = UniqueFd(fds[0]);
+  pipe.write = UniqueFd(fds[1]);
+  pipe.stream = stream;
+  pipe.target = target;
+  return raise_fd(pipe.write);
+}
+
+std::string input_file(const std::string& bytes, UniqueFd& file) {
+  file = UniqueFd(::memfd_create("cujit-child-input", MFD_CLOEXEC));
+  if (file.get() < 0) return errno_text("memfd_create", errno);
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t wrote = ::write(file.get(), bytes.data() + done, bytes.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return errno_text("write", errno);
+    done += static_cast<std::size_t>(wrote);
+  }
+  if (::lseek(file.get(), 0, SEEK_SET) != 0) return errno_text("lseek", errno);
+  return raise_fd(file);
+}
+
+std::vector<std::string> child_environment(const ChildOptions& options) {
+  std::vector<std::string> out;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const std::string_view name = text.substr(0, text.find('='));
+    bool replaced = false;
+    for (const auto& [set_name, value] : options.environment) replaced = replaced || set_name == name;
+    for (const std::string& unset : options.unset) replaced = replaced || unset == name;
+    if (!replaced) out.emplace_back(text);
+  }
+  for (const auto& [name, value] : options.environment) out.push_back(name + "=" + value);
+  return out;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& text : strings) out.push_back(text.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Everything the child does between vfork and exec, prepared by the parent: the child
+// only makes system calls (it shares the parent's memory until it executes).
+struct ChildPlan {
+  std::array<std::pair<int, int>, 5> moves{};  // (from, to): dup2 in this order
+  std::size_t move_count = 0;
+  int executable = -1;
+  const char* executable_path = nullptr;  // for a script, whose interpreter reopens it
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  rlim_t memory_limit = 0;
+  rlim_t cpu_limit = 0;
+  const sigset_t* mask = nullptr;  // the parent's mask, restored just before exec
+  int report_error = -1;           // errno goes here when exec fails
+};
+
+[[noreturn]] __attribute__((noinline)) void exec_child(const ChildPlan& plan) {
+  // Handlers of the parent must not run in the child (it shares their memory until exec).
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction action {};
+    if (::sigaction(sig, nullptr, &action) != 0 || action.sa_handler == SIG_IGN || action.sa_handler == SIG_DFL) {
+      continue;
+    }
+    action.sa_handler = SIG_DFL;
+    action.sa_flags = 0;
+    ::sigemptyset(&action.sa_mask);
+    ::sigaction(sig, &action, nullptr);
+  }
+  int error = 0;
+  for (std::size_t i = 0; i < plan.move_count && error == 0; ++i) {
+    if (::dup2(plan.moves[i].first, plan.moves[i].second) < 0) error = errno;
+  }
+  if (error == 0 && plan.memory_limit > 0) {
+    const struct rlimit limit {plan.memory_limit, plan.memory_limit};
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) error = errno;
+  }
+  if (error == 0 && plan.cpu_limit > 0) {
+    const struct rlimit limit {plan.cpu_limit, plan.cpu_limit};
+    if (::setrlimit(RLIMIT_CPU, &limit) != 0) error = errno;
+  }
+  if (error == 0) {
+    ::sigprocmask(SIG_SETMASK, plan.mask, nullptr);
+    ::syscall(SYS_execveat, plan.executable, "", plan.argv, plan.envp, AT_EMPTY_PATH);
+    error = errno;
+    // A script (#!) executed through a close-on-exec descriptor leaves its interpreter
+    // nothing to open (ENOENT): run it by its checked real path, whose directories were
+    // checked so that nobody else can have replaced it.
+    if (error == ENOENT) {
+      ::execve(plan.executable_path, plan.argv, plan.envp);
+      error = errno;
+    }
+  }
+  while (::write(plan.report_error, &error, sizeof error) < 0 && errno == EINTR) {
+  }
+  ::_exit(127);
+}
+
+int wait_ms(Clock::time_point now, std::optional<Clock::time_point> deadline,
+            std::optional<Clock::time_point> next_tick) {
+  long long ms = -1;
+  for (const auto& until : {deadline, next_tick}) {
+    if (!until) continue;
+    const long long left = std::max<long long>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(*until - now).count() + 1);
+    ms = ms < 0 ? left : std::min(ms, left);
+  }
+  return static_cast<int>(std::min<long long>(ms, 60'000));
+}
+
+void kill_and_reap(pid_t pid, int& status) {
+  ::kill(pid, SIGKILL);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(ExecutableProblem problem) noexcept {
+  switch (problem) {
+    case ExecutableProblem::missing: return "missing";
+    case ExecutableProblem::not_regular: return "not_regular";
+    case ExecutableProblem::not_executable: return "not_executable";
+    case ExecutableProblem::foreign_owner: return "foreign_owner";
+    case ExecutableProblem::writable_by_others: return "writable_by_others";
+    case ExecutableProblem::untrusted_directory: return "untrusted_directory";
+    case ExecutableProblem::unreadable: return "unreadable";
+  }
+  return "unknown";
+}
+
+std::string ExecutableRefusal::message() const { return "refusing to run '" + path + "': it " + why; }
+
+std::optional<ExecutableRefusal> open_trusted_executable(const std::string& program, TrustedExecutable& out) {
+  if (program.empty()) return refusal(ExecutableProblem::missing, program, "is an empty name");
+  std::string path = program;
+  if (program.find('/') == std::string::npos) {
+    path = find_on_path(program);
+    if (path.empty()) return refusal(ExecutableProblem::missing, program, "is not found on PATH");
+  } else if (program.front() != '/') {
+    std::error_code error;
+    path = std::filesystem::absolute(program, error).string();
+  }
+  return check_path(path, Want::executable, &out);
+}
+
+std::optional<ExecutableRefusal> check_trusted_file(const std::string& path) {
+  return check_path(path, Want::file, nullptr);
+}
+
+std::optional<ExecutableRefusal> check_trusted_directory(const std::string& path) {
+  return check_path(path, Want::directory, nullptr);
+}
+
+ChildResult run_child_process(const ChildOptions& options, const ChildOutput& on_output) {
+  ChildResult result;
+  const auto fail = [&](std::string why) {
+    result.start_error = std::move(why);
+    return result;
+  };
+  if (options.argv.empty()) return fail("no program given");
+  TrustedExecutable program;
+  if (auto refused = open_trusted_executable(options.argv.front(), program)) {
+    result.start_error = refused->message();
+    result.refused = std::move(refused);
+    return result;
+  }
+  if (std::string why = raise_fd(program.fd); !why.empty()) return fail(why);
+
+  // Every descriptor the child gets, opened here close-on-exec at 10 or above.
+  UniqueFd input, null_out;
+  std::vector<Pipe> pipes;
+  ChildPlan plan;
+  const auto move = [&](int from, int to) { plan.moves[plan.move_count++] = {from, to}; };
+  if (options.input) {
+    if (std::string why = input_file(*options.input, input); !why.empty()) return fail(why);
+  } else {
+    input = UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    if (input.get() < 0) return fail(errno_text("open /dev/null", errno));
+    if (std::string why = raise_fd(input); !why.empty()) return fail(why);
+  }
+  move(input.get(), STDIN_FILENO);
+  const int null_fd = options.input ? -1 : input.get();
+  const auto need_null = [&]() -> int {
+    if (null_fd >= 0) return null_fd;
+    if (null_out.get() < 0) {
+      null_out = UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+      if (null_out.get() >= 0) raise_fd(null_out);
+    }
+    return null_out.get();
+  };
+  const auto sink = [&](ChildSink where, ChildStream stream, int target) -> std::string {
+    if (where == ChildSink::inherit) return {};
+    if (where == ChildSink::null) {
+      const int fd = need_null();
+      if (fd < 0) return errno_text("open /dev/null", errno);
+      move(fd, target);
+      return {};
+    }
+    Pipe pipe;
+    if (std::string why = make_pipe(pipe, stream, target); !why.empty()) return why;
+    move(pipe.write.get(), target);
+    pipes.push_back(std::move(pipe));
+    return {};
+  };
+  pipes.reserve(3);
+  if (std::string why = sink(options.out, ChildStream::out, STDOUT_FILENO); !why.empty()) return fail(why);
+  if (options.err_to_out) {
+    move(STDOUT_FILENO, STDERR_FILENO);
+  } else if (std::string why = sink(options.err, ChildStream::err, STDERR_FILENO); !why.empty()) {
+    return fail(why);
+  }
+  if (options.report_fd >= 3 && options.report_fd <= 9) {
+    if (std::string why = sink(ChildSink::capture, ChildStream::report, options.report_fd); !why.empty()) {
+      return fail(why);
+    }
+  }
+  int exec_error_pipe[2];
+  if (::pipe2(exec_error_pipe, O_CLOEXEC) != 0) return fail(errno_text("pipe2", errno));
+  UniqueFd exec_error_read(exec_error_pipe[0]), exec_error_write(exec_error_pipe[1]);
+
+  std::vector<std::string> args(options.argv), environment = child_environment(options);
+  std::vector<char*> argv = pointers(args), envp = pointers(environment);
+  plan.executable = program.fd.get();
+  plan.executable_path = program.path.c_str();
+  plan.argv = argv.data();
+  plan.envp = envp.data();
+  plan.memory_limit = static_cast<rlim_t>(options.memory_limit_bytes);
+  plan.cpu_limit = static_cast<rlim_t>(options.cpu_limit_seconds);
+  plan.report_error = exec_error_write.get();
+
+  // All signals blocked across vfork, so that no handler of ours runs in the child before
+  // it has reset them; the child restores this mask just before exec.
+  sigset_t all, previous;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
+  plan.mask = &previous;
+  const std::optional<Clock::time_point> deadline =
+      options.timeout ? std::optional<Clock::time_point>(Clock::now() + *options.timeout) : std::nullopt;
+  const pid_t pid = ::vfork();
+  if (pid == 0) exec_child(plan);
+  const int fork_error = errno;
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  exec_error_write.reset();
+  input.reset();  // the child holds its own copies now
+  null_out.reset();
+  for (Pipe& pipe : pipes) pipe.write.reset();
+  if (pid < 0) return fail(errno_text("vfork", fork_error));
+  int exec_error = 0;
+  ssize_t got_error = 0;
+  while ((got_error = ::read(exec_error_read.get(), &exec_error, sizeof exec_error)) < 0 && errno == EINTR) {
+  }
+  if (got_error == static_cast<ssize_t>(sizeof exec_error)) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return fail("cannot start '" + program.path + "': " + std::strerror(exec_error));
+  }
+
+  // Reads every captured pipe to its end, the deadline or the output cap, whichever first.
+  std::array<char, 65536> buffer{};
+  std::optional<Clock::time_point> next_tick;
+  if (options.tick_ms > 0 && on_output) next_tick = Clock::now() + std::chrono::milliseconds(options.tick_ms);
+  std::size_t output_bytes = 0;
+  int status = 0;
+  try {
+    for (;;) {
+      std::vector<pollfd> polled;
+      std::vector<Pipe*> owners;
+      for (Pipe& pipe : pipes) {
+        if (pipe.read.get() < 0) continue;
+        polled.push_back(pollfd{pipe.read.get(), POLLIN, 0});
+        owners.push_back(&pipe);
+      }
+      if (polled.empty()) break;
+      const Clock::time_point now = Clock::now();
+      if (deadline && now >= *deadline) {
+        result.timed_out = true;
+        break;
+      }
+      if (next_tick && now >= *next_tick) {
+        on_output(ChildStream::tick, {});
+        next_tick = now + std::chrono::milliseconds(options.tick_ms);
+      }
+      const int ready = ::poll(polled.data(), polled.size(), wait_ms(now, deadline, next_tick));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0) break;
+      for (std::size_t i = 0; i < polled.size() && !result.output_too_long; ++i) {
+        if (polled[i].revents == 0) continue;
+        const ssize_t got = ::read(polled[i].fd, buffer.data(), buffer.size());
+        if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (got <= 0) {
+          owners[i]->read.reset();
+          continue;
+        }
+        const std::string_view chunk(buffer.data(), static_cast<std::size_t>(got));
+        if (owners[i]->stream == ChildStream::out && options.max_output_bytes > 0) {
+          output_bytes += chunk.size();
+          if (output_bytes > options.max_output_bytes) {
+            result.output_too_long = true;
+            break;
+          }
+        }
+        if (on_output) on_output(owners[i]->stream, chunk);
+      }
+      if (result.output_too_long) break;
+    }
+  } catch (...) {
+    kill_and_reap(pid, status);
+    throw;
+  }
+  for (Pipe& pipe : pipes) pipe.read.reset();
+  if (result.timed_out || result.output_too_long) {
+    kill_and_reap(pid, status);
+  } else if (deadline) {
+    for (;;) {
+      const pid_t done = ::waitpid(pid, &status, WNOHANG);
+      if (done == pid) break;
+      if (done < 0 && errno != EINTR) return fail(errno_text("waitpid", errno));
+      if (Clock::now() >= *deadline) {
+        result.timed_out = true;
+        kill_and_reap(pid, status);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  } else {
+    while (::waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) return fail(errno_text("waitpid", errno));
+    }
+  }
+  if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  } else if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  }
+  return result;
+}
+
+}  // namespace cujit::detail
