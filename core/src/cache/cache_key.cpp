@@ -27,6 +27,7 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 CacheKey::CacheKey(std::string_view kind) : kind_(kind) {
+  spans_.reserve(16);  // one allocation for a typical key's field offsets
   add("key-schema", schema_version);
   add("kind", kind);
   add("cujit", CUJIT_VERSION);
