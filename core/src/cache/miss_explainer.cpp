@@ -1,5 +1,7 @@
 #include "cache/miss_explainer.hpp"
 
+#include <signal.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +15,8 @@
 #include <iterator>
 #include <map>
 #include <set>
+
+#include "cache/blocked_signal.hpp"
 
 namespace cujit {
 namespace {
@@ -367,6 +371,8 @@ std::string write_disk_index(const fs::path& cache_dir, const std::string& id, c
   // Last writer wins: two processes storing recipes of one name at once may lose one of
   // them, which costs an explanation, never a build.
   const fs::path temp = dir / ("." + id + "." + std::to_string(::getpid()));
+  // Past RLIMIT_FSIZE a write fails (EFBIG) instead of killing the process (SIGXFSZ).
+  const detail::BlockedSignal file_size_limit(SIGXFSZ);
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     out << text;
@@ -417,6 +423,7 @@ std::string append_miss_log(const fs::path& cache_dir, const MissExplanation& ex
     fs::rename(log, dir / "misses.log.1", error);  // another process may have rotated it first
   }
   const std::string line = encode_miss(explanation);
+  const detail::BlockedSignal file_size_limit(SIGXFSZ);  // EFBIG, not a dead process
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot open " + log.string() + ": " + std::strerror(errno);
   // One write of one line: O_APPEND keeps lines of processes appending at once whole.
