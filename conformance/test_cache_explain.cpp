@@ -218,6 +218,27 @@ TEST(CacheExplain, NoCandidateAndAGoneEntryAreSaid) {
   EXPECT_NE(gone.text().find("entry is gone"), std::string::npos) << gone.text();
 }
 
+// explain_last_miss() after the build stored the key: its own recipe is no candidate
+// while its entry is there, so the explanation is the one the miss had.
+TEST(CacheExplain, AKeyStoredSinceItsMissIsExplainedAsAtTheMiss) {
+  test::TempDir dir;
+  std::mt19937 random(5);
+  for (const Mutation& mutation : mutations()) {
+    const Recipe base = random_recipe(random);
+    Recipe changed = base;
+    if (!mutation.apply(changed, random)) continue;
+    BuildCache(test::disk_cache_at(dir.path())).put(key_of(base), "base");
+    BuildCache cache(test::disk_cache_at(dir.path()));
+    const CacheKey key = key_of(changed);
+    ASSERT_FALSE(cache.find(key));
+    cache.put(key, "built");
+    const std::optional<MissExplanation> explained = cache.explain_last_miss();
+    ASSERT_TRUE(explained);
+    EXPECT_EQ(explained->nearest, key_of(base).digest()) << mutation.name << ": " << explained->text();
+    EXPECT_EQ(categories(*explained), mutation.categories) << mutation.name << ": " << explained->text();
+  }
+}
+
 TEST(CacheExplain, AnIndexKeepsTheLatestRecipesBoundedAndSkipsDamage) {
   std::mt19937 random(11);
   std::string index = "garbage\ncujit-recipe 1 abc 3 0\nnot a field\n";

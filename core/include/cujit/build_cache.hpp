@@ -364,7 +364,10 @@ class BuildCache {
   /// never throws for what it finds (an unreadable index is no candidate).
   MissExplanation explain(const CacheKey& key);
   /// The explanation of the latest key that missed in this cache (computed now), or nullopt
-  /// when none missed. Only the key is kept on a miss: this costs nothing until asked.
+  /// when none missed. Only the key is kept on a miss: this costs nothing until asked. A key
+  /// stored since (built after the miss) does not count its own recipe as a candidate while
+  /// its entry is there (explain() never does), so the answer is the one the miss had,
+  /// unless other recipes of its name were stored in between.
   std::optional<MissExplanation> explain_last_miss();
 
   /// Empties the memory and disk tiers (and sweeps stale temporary files and unheld lock

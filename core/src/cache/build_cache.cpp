@@ -651,8 +651,24 @@ MissExplanation BuildCache::explain(const CacheKey& key) {
   const std::string id = detail::index_id(out.kind, out.name);
   const std::vector<RecipeField> now = key.recipe();
   bool found = false;
+  // The key's own recipe says "stored, entry gone" only while its entry is gone: a key
+  // built and stored since its miss (explain_last_miss after the build) is explained by
+  // the other recipes, as it would have been at the miss.
+  const auto stored_now = [&] {
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      if (state_->memory.count(out.digest) != 0) return true;
+    }
+    std::string payload, problem;
+    return state_->disk && state_->disk->read(out.digest, payload, problem) == detail::ReadOutcome::hit;
+  };
+  std::optional<bool> own_entry;
   const auto consider = [&](const std::string& index, const char* tier) {
     for (const detail::StoredRecipe& stored : detail::read_index(index)) {
+      if (stored.digest == out.digest) {
+        if (!own_entry) own_entry = stored_now();
+        if (*own_entry) continue;
+      }
       std::vector<FieldDifference> differences = detail::compare_recipes(now, stored);
       if (found && differences.size() >= out.differences.size()) continue;
       found = true;
