@@ -2,10 +2,13 @@
 // counters of the cache directory (read_cache_counters: what every process using it
 // counted, as `ccache -s` shows), with the hit rate of each tier and sizes in binary units;
 // --zero sets them to 0 after showing them; --json prints one object (docs/cli.md).
+// `explain` prints the recorded explanations of recent misses (CUJIT_CACHE_EXPLAIN=1), and
+// `stats` counts them by the field that differed, per build kind.
 #include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -81,6 +84,39 @@ nlohmann::json stats_json(BuildCache& cache, const CacheCounters& counters) {
           {"warnings", warnings}};
 }
 
+nlohmann::json miss_json(const MissExplanation& miss) {
+  nlohmann::json differences = nlohmann::json::array();
+  for (const FieldDifference& difference : miss.differences) {
+    differences.push_back({{"field", difference.field}, {"change", difference.change}, {"text", difference.text},
+                           {"category", difference.category()}});
+  }
+  return {{"time", miss.time},
+          {"kind", miss.kind},
+          {"name", miss.name},
+          {"key", miss.digest},
+          {"nearest", miss.nearest.empty() ? nlohmann::json() : nlohmann::json(miss.nearest)},
+          {"nearest_tier", miss.nearest.empty() ? nlohmann::json() : nlohmann::json(miss.nearest_tier)},
+          {"differences", differences},
+          {"text", miss.text()}};
+}
+
+// Explained misses counted per build kind by what differed: each miss counts once under
+// each category it names ("options added"), "no candidate" or "entry gone".
+nlohmann::json misses_by_field(const std::vector<MissExplanation>& misses) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const MissExplanation& miss : misses) {
+    std::set<std::string> categories;
+    if (miss.nearest.empty()) categories.insert("no candidate");
+    if (!miss.nearest.empty() && miss.differences.empty()) categories.insert("entry gone");
+    for (const FieldDifference& difference : miss.differences) categories.insert(difference.category());
+    for (const std::string& category : categories) {
+      nlohmann::json& count = out[miss.kind][category];
+      count = count.is_null() ? 1 : count.get<std::uint64_t>() + 1;
+    }
+  }
+  return out;
+}
+
 void print_stats(const nlohmann::json& stats) {
   std::cout << "cache directory: " << stats["directory"].get<std::string>() << " (mode "
             << stats["mode"].get<std::string>() << (stats["disk_usable"].get<bool>() ? "" : ", disk tier not used")
@@ -121,12 +157,23 @@ void print_stats(const nlohmann::json& stats) {
   std::cout << "fleet:           " << stats["remote_waits"].get<std::uint64_t>()
             << " waits for another machine's build, " << stats["remote_lock_timeouts"].get<std::uint64_t>()
             << " gave up (lock timeout), " << stats["remote_errors"].get<std::uint64_t>() << " Redis errors\n";
+  std::cout << "explained misses: " << stats["explained_misses"].get<std::uint64_t>()
+            << " (CUJIT_CACHE_EXPLAIN=1; `cujit cache explain` shows them)\n";
+  for (const auto& [kind, categories] : stats["misses_by_field"].items()) {
+    for (const auto& [category, count] : categories.items()) {
+      std::cout << "  " << std::left << std::setw(22) << kind << std::setw(28) << category << std::right
+                << count.get<std::uint64_t>() << "\n";
+    }
+  }
   for (const auto& warning : stats["warnings"]) std::cout << "warning: " << warning.get<std::string>() << "\n";
 }
 
 }  // namespace
 
 int cache(const CacheOptions& options) {
+  if (!options.key.empty() && options.action != "explain") {
+    throw CliError("cache " + options.action + ": a KEY goes with `cache explain`");
+  }
   if (options.zero && options.action != "stats") {
     throw CliError("cache " + options.action + ": --zero goes with `cache stats`");
   }
@@ -146,6 +193,27 @@ int cache(const CacheOptions& options) {
     }
     return exit_ok;
   }
+  if (options.action == "explain") {
+    // The log is read whole (it is bounded: explain/misses.log and one older file).
+    std::vector<MissExplanation> misses = read_miss_log(configured.directory, static_cast<std::size_t>(-1));
+    if (!options.key.empty()) {
+      std::erase_if(misses, [&](const MissExplanation& miss) { return miss.digest.rfind(options.key, 0) != 0; });
+    }
+    if (misses.size() > options.last) misses.erase(misses.begin(), misses.end() - static_cast<std::ptrdiff_t>(options.last));
+    if (options.json) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const MissExplanation& miss : misses) list.push_back(miss_json(miss));
+      print_json({{"schema", 1}, {"directory", directory}, {"misses", list}});
+    } else if (misses.empty()) {
+      std::cout << "no explained misses in " << directory
+                << (options.key.empty() ? "" : " for key " + options.key) << " (run with CUJIT_CACHE_EXPLAIN=1)\n";
+    } else {
+      for (const MissExplanation& miss : misses) {
+        std::cout << utc(miss.time) << "  " << miss.digest.substr(0, 16) << "  " << miss.text() << "\n";
+      }
+    }
+    return exit_ok;
+  }
   if (options.action == "clear") {
     const std::size_t removed = cache.clear();
     if (options.json) {
@@ -161,7 +229,18 @@ int cache(const CacheOptions& options) {
     stats["warnings"].push_back("the cache directory " + directory +
                                 " does not exist: nothing is cached there yet (cache stats creates nothing)");
   }
-  if (options.zero) zero_cache_counters(cache.config().directory);
+  const std::vector<MissExplanation> misses =
+      missing ? std::vector<MissExplanation>{} : read_miss_log(configured.directory, static_cast<std::size_t>(-1));
+  stats["explained_misses"] = misses.size();
+  stats["misses_by_field"] = misses_by_field(misses);
+  if (options.zero) {
+    zero_cache_counters(cache.config().directory);
+    // The counts of misses by field come from the misses log: zeroed with the rest.
+    std::error_code ignored;
+    for (const char* file : {"misses.log", "misses.log.1"}) {
+      std::filesystem::remove(cache.config().directory / "explain" / file, ignored);
+    }
+  }
   stats["zeroed"] = options.zero;
   if (options.json) {
     print_json(stats);

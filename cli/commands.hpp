@@ -98,9 +98,11 @@ struct ReproOptions {
 int repro(const ReproOptions& options);
 
 struct CacheOptions {
-  std::string action = "stats";  // stats | clear | path
+  std::string action = "stats";  // stats | clear | path | explain
   bool json = false;
   bool zero = false;  // stats: zero the persistent counters after printing them
+  std::string key;        // explain: the misses of keys whose digest starts with this
+  std::size_t last = 10;  // explain: the latest this many misses
 };
 int cache(const CacheOptions& options);
 

@@ -124,9 +124,11 @@ int run_command_line(int argc, char** argv) {
   repro_cmd->add_option("--progress-fd", repro_options.progress_fd)->check(CLI::Range(3, 9))->group("");
 
   CacheOptions cache_options;
-  auto* cache_cmd = app.add_subcommand("cache", "The build cache: stats, clear, path");
-  cache_cmd->add_option("action", cache_options.action, "stats | clear | path")
-      ->check(CLI::IsMember({"stats", "clear", "path"}));
+  auto* cache_cmd = app.add_subcommand("cache", "The build cache: stats, clear, path, explain");
+  cache_cmd->add_option("action", cache_options.action, "stats | clear | path | explain")
+      ->check(CLI::IsMember({"stats", "clear", "path", "explain"}));
+  cache_cmd->add_option("key", cache_options.key, "explain: a key digest (or its start) whose misses to explain");
+  cache_cmd->add_option("--last", cache_options.last, "explain: the latest N misses (default 10)")->check(CLI::Range(1, 100000));
   cache_cmd->add_flag("--json", cache_options.json, "Print as JSON");
   cache_cmd->add_flag("--zero", cache_options.zero, "stats: zero the persistent counters after showing them");
 

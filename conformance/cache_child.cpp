@@ -16,6 +16,7 @@
 //
 // Writes the cubin or PTX to OUT and prints where it came from (built, disk, ...).
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -71,7 +72,9 @@ int run(const std::vector<std::string>& args) {
   if (args.size() < 4) return 2;
   cujit::BuildCache cache(cache_at(args[1]));
   if (args[0] == "counters" && args.size() == 4) return count_lookups(cache, std::stoi(args[2]), std::stoi(args[3]));
-  const cujit::Arch arch = cujit::Arch::parse("sm_90");
+  // CACHE_CHILD_ARCH: another arch for the miss explanation tests (test_cache_explain.cpp).
+  const char* const arch_name = std::getenv("CACHE_CHILD_ARCH");
+  const cujit::Arch arch = cujit::Arch::parse(arch_name != nullptr ? arch_name : "sm_90");
   if (args[0] == "kernel" && args.size() == 4) {
     cujit::KernelOptions options;
     options.link.arch = arch;

@@ -8,7 +8,9 @@
 // off and through the cache: a cache held for the whole run (memory tier, file memo), a
 // fresh cache on the same directory (disk tier), every few steps a new process, and a
 // KernelBuilder linking the program (the in-process memo). The bytes must be identical, or
-// every side must fail with the same error kind.
+// every side must fail with the same error kind. Each miss it causes is explained
+// (issue 30): the explanation must name only fields the step's change can change, and be
+// at least as near as the previous step's recipe, which that step stored.
 //
 // CUJIT_STALE_FUZZ_SEED (default: from the clock, printed), CUJIT_STALE_FUZZ_STEPS (default 2000) and
 // CUJIT_STALE_FUZZ_SECONDS (a budget; the run stops early when it is spent, after at least 200
@@ -30,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/miss_explainer.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
 #include "cujit/kernel_builder.hpp"
@@ -317,6 +320,21 @@ Outcome link_with(BuildCache& cache, const std::vector<std::string>& options, co
   }
 }
 
+// Whether a change of this kind (World::mutate's words) can change the recipe field of
+// this category: files resolve anew after any change of files, directories or options; the
+// options (which name resolved pre-includes) after a change of options or directory.
+bool change_can_touch(const std::string& change, const std::string& category, bool pre_include) {
+  const auto starts = [&](const char* prefix) { return change.rfind(prefix, 0) == 0; };
+  if (category.rfind("files ", 0) == 0) return !starts("set ") && !starts("unset ") && !starts("skipped");
+  if (category.rfind("options ", 0) == 0) {
+    const bool option_change = starts("reorder include") || starts("respell") || starts("add include directory") ||
+                               starts("drop an include") || starts("-DSEL") || starts("pre-include");
+    return option_change || ((starts("working directory") || starts("edit") || starts("add ") || starts("remove") ||
+                              starts("rename") || starts("symlink")) && pre_include);
+  }
+  return false;  // the toolkit, the name, the target: the fuzzer never changes them
+}
+
 Outcome in_new_process(const fs::path& cache, const World& world) {
   const fs::path out = cache.parent_path() / "child.out";
   std::vector<std::string> args{CUJIT_CACHE_CHILD, "compile-file", cache.string(), out.string(),
@@ -345,12 +363,17 @@ TEST(StaleCodeFuzz, TheCacheServesWhatAFreshBuildProduces) {
   test::TempDir dir;
   World world(dir.path(), seed);
   const fs::path cache_dir = dir.path() / "cache";
-  BuildCache held(test::disk_cache_at(cache_dir));
+  // The held cache explains each miss as it happens (CUJIT_CACHE_EXPLAIN's path: a line of
+  // the misses log), before the build stores the key's own recipe.
+  CacheConfig held_config = test::disk_cache_at(cache_dir);
+  held_config.explain = true;
+  BuildCache held(held_config);
   const std::string source = test::read_bytes(world.source());
   const fs::path before = fs::current_path();
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::string> history;
-  int step = 0, children = 0, builders = 0, hits = 0, failures = 0;
+  int step = 0, children = 0, builders = 0, hits = 0, failures = 0, explained = 0;
+  std::optional<CacheKey> stored_last;  // the key the previous step built and stored
   std::string first_failure;
   for (; step < steps; ++step) {
     if (step >= minimum_steps && std::chrono::steady_clock::now() - started > std::chrono::seconds(seconds)) break;
@@ -363,8 +386,47 @@ TEST(StaleCodeFuzz, TheCacheServesWhatAFreshBuildProduces) {
     bool stale = false;
     std::vector<std::pair<std::string, Outcome>> cached;
     const std::uint64_t held_hits = held.stats().memory_hits + held.stats().disk_hits;
+    const std::uint64_t held_builds = held.stats().builds;
     cached.emplace_back("held cache", compile_with(held, options, source));
     hits += held.stats().memory_hits + held.stats().disk_hits > held_hits ? 1 : 0;
+    {
+      // Explain the held cache's miss, if this step caused one (a hermetic compile built).
+      CompileOptions compile;
+      compile.arch = Arch::parse("sm_90");
+      compile.options = options;
+      const CacheKey key = compile_key(Program(source, World::program_name()), compile);
+      const std::vector<MissExplanation> logged = read_miss_log(cache_dir, 1);
+      const std::optional<MissExplanation> why =
+          logged.empty() ? std::nullopt : std::optional<MissExplanation>(logged.back());
+      const bool missed = held.stats().builds > held_builds && why && why->digest == key.digest();
+      if (missed && fresh.failure.empty() && stored_last && step > 0) {
+        ++explained;
+        const std::vector<FieldDifference> since_last =
+            detail::compare_recipes(key.recipe(), {stored_last->digest(), stored_last->recipe(), false});
+        bool pre_include = false;
+        for (const std::string& option : options) pre_include = pre_include || option.rfind("-include", 0) == 0;
+        for (const FieldDifference& difference : since_last) {
+          if (!change_can_touch(history.back(), difference.category(), pre_include)) {
+            ADD_FAILURE() << "seed " << seed << ", step " << step << ": the change '" << history.back()
+                          << "' is explained by " << difference.category() << ": " << difference.text;
+          }
+        }
+        if (why->nearest.empty()) {
+          ADD_FAILURE() << "seed " << seed << ", step " << step << ": no candidate, though the previous step stored "
+                        << stored_last->digest();
+        } else if (why->differences.size() > since_last.size() || (since_last.empty() != why->differences.empty())) {
+          ADD_FAILURE() << "seed " << seed << ", step " << step << ": the nearest recipe is farther than the previous "
+                        << "step's (" << why->differences.size() << " fields, " << since_last.size() << "): " << why->text();
+        }
+      }
+      // The next step compares with this one only if this one stored its recipe (a hit, a
+      // failure or a compile that is not hermetic leaves none to compare with).
+      if (missed && fresh.failure.empty()) {
+        stored_last = key;
+      } else {
+        stored_last.reset();
+      }
+    }
     {
       BuildCache fresh_cache(test::disk_cache_at(cache_dir));
       cached.emplace_back("new cache on the same directory", compile_with(fresh_cache, options, source));
@@ -402,8 +464,8 @@ TEST(StaleCodeFuzz, TheCacheServesWhatAFreshBuildProduces) {
   ::unsetenv("CUDA_CACHE_DISABLE");
   ::unsetenv("CUJIT_FUZZ_NOISE");
   std::printf("stale-code fuzz: seed %u: %d steps (%d new processes, %d KernelBuilder links), %d held-cache hits, "
-              "%d steps where the fresh build failed, %.1f s\n",
-              seed, step, children, builders, hits, failures,
+              "%d steps where the fresh build failed, %d misses explained, %.1f s\n",
+              seed, step, children, builders, hits, failures, explained,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!first_failure.empty()) std::printf("stale-code fuzz: the first failing fresh build, %s\n", first_failure.c_str());
   RecordProperty("steps", step);

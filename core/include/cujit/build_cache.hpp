@@ -82,6 +82,10 @@ struct CacheConfig {
   /// Never write to Redis: no value, no lock (an untrusted job reading a trusted fleet's
   /// entries). Redis refusing a write (NOPERM) switches writes off the same way.
   bool remote_read_only = false;
+  /// Explain every miss (docs/cache.md, "Explaining misses"): the explanation is a warning,
+  /// a line on stderr and a line of the cache directory's misses log. Also set by
+  /// CUJIT_CACHE_EXPLAIN=1 when any BuildCache is made. Stores keep recipes either way.
+  bool explain = false;
 
   /// From CUJIT_CACHE (off|memory|disk), CUJIT_CACHE_DIR (default $XDG_CACHE_HOME/cujit,
   /// else ~/.cache/cujit), CUJIT_CACHE_MAX_BYTES, CUJIT_CACHE_MEMORY_BYTES (byte sizes:
@@ -89,7 +93,7 @@ struct CacheConfig {
   /// CUJIT_CACHE_REMOTE_TIMEOUT_MS, CUJIT_CACHE_REMOTE_TTL (seconds),
   /// CUJIT_CACHE_REMOTE_LOCK_MS, CUJIT_CACHE_REMOTE_VERIFY_KEY and
   /// CUJIT_CACHE_REMOTE_SIGNING_KEY (absolute paths), CUJIT_CACHE_REMOTE_UNAUTHENTICATED and
-  /// CUJIT_CACHE_REMOTE_READONLY (flags). Any other value is Error(usage) naming the variable
+  /// CUJIT_CACHE_REMOTE_READONLY and CUJIT_CACHE_EXPLAIN (flags). Any other value is Error(usage) naming the variable
   /// (cujit/environment.hpp; a URL is never echoed, it may hold a password).
   static CacheConfig from_environment();
   /// What from_environment() could not honour (no home directory: disk tier off), recorded
@@ -213,6 +217,40 @@ CacheCounters read_cache_counters(const std::filesystem::path& cache_dir);
 /// Throws Error(io) naming the file when a counter file cannot be rewritten.
 void zero_cache_counters(const std::filesystem::path& cache_dir);
 
+/// One field that differs between a missed key's recipe and the nearest stored one.
+struct FieldDifference {
+  /// The field as its recipe names it: "nvrtc", "options" (a list), "files:inc/val.h".
+  std::string field;
+  /// What happened to it: "changed", "content" (a file's), "includes" (a file's includes
+  /// resolve to other files), "added", "removed", "order", "appeared", "gone".
+  std::string change;
+  std::string text;  ///< in words: "option 3: -DV=2 was -DV=1", "header inc/val.h: content changed"
+  /// What a count of misses by field groups it under: the field's list or name ("options",
+  /// "files", "nvrtc") and the change, as "files content".
+  std::string category() const;
+};
+
+/// Why a key missed (BuildCache::explain): the nearest stored recipe of the same build kind
+/// and name, and the fields that differ from it.
+struct MissExplanation {
+  std::string kind;    ///< the key's kind ("nvrtc-compile", "link", ...)
+  std::string name;    ///< its name field (program, kernel, reduce spec), may be empty
+  std::string digest;  ///< the missed key's digest
+  /// The nearest stored recipe's digest; empty when no recipe of this kind and name is stored.
+  std::string nearest;
+  std::string nearest_tier;  ///< "disk" or "remote"
+  std::vector<FieldDifference> differences;  ///< empty with a nearest: the same recipe, its entry gone
+  std::int64_t time = 0;  ///< when it was explained (seconds since the Unix epoch)
+  /// One line: "nvrtc-compile 'k.cu' missed: option 3: -DV=2 was -DV=1" or "... no stored
+  /// recipe of this kind and name".
+  std::string text() const;
+};
+
+/// The latest `last` miss explanations recorded in `cache_dir` (CUJIT_CACHE_EXPLAIN=1 or
+/// CacheConfig::explain), oldest first. A damaged line is skipped; never throws for what it
+/// finds on disk.
+std::vector<MissExplanation> read_miss_log(const std::filesystem::path& cache_dir, std::size_t last);
+
 /// Where an answer came from: memo is a decoded result recalled from the memo (recall()).
 /// remote is an entry fetched from Redis (and written to the disk tier).
 enum class CacheSource { memory, disk, built, waited, memo, remote };
@@ -321,6 +359,17 @@ class BuildCache {
   /// repair never shows as a hit with no build.
   std::string rebuild(const CacheKey& key, std::string why, const std::function<std::string()>& build,
                       CacheSource* source = nullptr);
+  /// Why `key` is not stored: the nearest recipe of its kind and name stored in the disk or
+  /// remote tier, and the fields that differ. A lookup of one index per tier, never a scan;
+  /// never throws for what it finds (an unreadable index is no candidate).
+  MissExplanation explain(const CacheKey& key);
+  /// The explanation of the latest key that missed in this cache (computed now), or nullopt
+  /// when none missed. Only the key is kept on a miss: this costs nothing until asked. A key
+  /// stored since (built after the miss) does not count its own recipe as a candidate while
+  /// its entry is there (explain() never does), so the answer is the one the miss had,
+  /// unless other recipes of its name were stored in between.
+  std::optional<MissExplanation> explain_last_miss();
+
   /// Empties the memory and disk tiers (and sweeps stale temporary files and unheld lock
   /// files); returns the number of disk entries removed. The remote tier, shared by a
   /// fleet, is left alone. Only files cujit wrote are removed; see warnings() for what a walk of
@@ -332,6 +381,8 @@ class BuildCache {
   void warn(std::string message) const;
   std::optional<std::string> find_on_disk(const std::string& digest, CacheSource* source, Count count);
   std::optional<std::string> find_remote(const std::string& digest, CacheSource* source, Count count);
+  void keep_recipe(const CacheKey& key, const std::string& digest);
+  void note_miss(const CacheKey& key);
   std::shared_ptr<const void> recall_erased(const std::string& pre_key, std::type_index type);
   void memorize_erased(const std::string& pre_key, std::type_index type, std::shared_ptr<const void> value,
                        std::uint64_t bytes);

@@ -5,6 +5,7 @@
 // cache stage knows nothing of compilers: each key recipe (compile_key, link_key) adds the
 // identity of the tools it runs and its inputs; docs/cache.md lists every recipe's fields.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,16 @@ namespace cujit {
 
 /// SHA-256 of bytes, as 64 lowercase hex digits (OpenSSL's SHA-256, no provider lookup).
 std::string sha256_hex(std::string_view bytes);
+
+/// One field of a key's recipe (CacheKey::recipe()): what a miss explanation compares. The
+/// value itself is never kept, only its size, a digest and, for a short printable value of
+/// a field that may show it (options, tool identities), its text.
+struct RecipeField {
+  std::string label;   ///< "nvrtc", "options#3" (a list's 3rd item), "files:inc/val.h" (a grouped list's item)
+  std::uint64_t size = 0;  ///< the value's size in bytes
+  std::string digest;  ///< the first 16 hex digits of the value's SHA-256
+  std::string shown;   ///< the value as text when short and printable, else empty
+};
 
 /// A build cache key: labelled fields, hashed by digest() (see the top of this header).
 class CacheKey {
@@ -27,6 +38,11 @@ class CacheKey {
   CacheKey& add(std::string_view label, long long value);
   /// A list in the order given, each item a field of its own: order is meaning.
   CacheKey& add_list(std::string_view label, const std::vector<std::string>& items);
+  /// add_list() of items that come in tuples of `group` (name, content, ...): the same key,
+  /// but the recipe names each tuple by its first item ("files:inc/val.h") and never shows
+  /// the other items' values, so that a miss explanation can say "header inc/val.h: content
+  /// changed".
+  CacheKey& add_list(std::string_view label, const std::vector<std::string>& items, std::size_t group);
 
   /// The digest: 64 hex digits.
   std::string digest() const;
@@ -35,6 +51,12 @@ class CacheKey {
   /// The labelled fields as text, for diagnostics ("label=value" lines).
   const std::string& description() const noexcept { return description_; }
 
+  /// The fields as a recipe, for miss explanations: computed here from the key's bytes (a
+  /// digest per field), so that making a key for a lookup costs nothing more than before.
+  std::vector<RecipeField> recipe() const;
+  /// The value of the first field labelled `label`, or empty.
+  std::string field(std::string_view label) const;
+
   /// The version of the key layout, in every key: a new layout misses every old entry.
   static constexpr int schema_version = 3;
 
@@ -42,6 +64,14 @@ class CacheKey {
   std::string kind_;
   std::string stream_;
   std::string description_;
+  // Where each field lies in stream_, for recipe(): offsets only, so add() stays cheap.
+  struct Span {
+    std::uint32_t label_at, label_size, value_at, value_size;
+    std::int32_t item;    // -1: a field; -2: a list's count; >= 0: a list's item index
+    std::uint32_t group;  // the list's tuple size (add_list with group), else 1
+  };
+  std::vector<Span> spans_;
+  CacheKey& add_span(std::string_view label, std::string_view value, std::int32_t item, std::uint32_t group);
 };
 
 }  // namespace cujit

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <future>
 #include <list>
 #include <map>
@@ -20,6 +22,7 @@
 #include "cache/disk_cache.hpp"
 #include "cache/fleet_lock.hpp"
 #include "cache/key_lock.hpp"
+#include "cache/miss_explainer.hpp"
 #include "cache/remote_cache.hpp"
 #include "cache/remote_url.hpp"
 #include "cache/result_memo.hpp"
@@ -139,6 +142,7 @@ CacheConfig CacheConfig::from_environment() {
   if (auto path = environment::absolute_path("CUJIT_CACHE_REMOTE_SIGNING_KEY")) config.remote_signing_key = *path;
   config.remote_unauthenticated = environment::flag("CUJIT_CACHE_REMOTE_UNAUTHENTICATED", false);
   config.remote_read_only = environment::flag("CUJIT_CACHE_REMOTE_READONLY", false);
+  config.explain = environment::flag("CUJIT_CACHE_EXPLAIN", false);
   return config;
 }
 
@@ -156,6 +160,9 @@ struct BuildCache::State {
   std::optional<detail::ResultMemo> memo;  // absent in mode off
   CacheStats stats;
   std::vector<std::string> warnings;
+  bool explain = false;                // explain each miss as it happens (CacheConfig::explain)
+  std::optional<CacheKey> last_miss;   // for explain_last_miss(), under `mutex`
+  bool recipe_warned = false;          // one warning for recipes that could not be kept
 
   // The persistent counters (cache_counters.hpp). `flushed` is what this cache has added to
   // them so far; `flush_mutex` orders flushes (taken before `mutex`, never inside it).
@@ -360,6 +367,8 @@ struct BuildCache::State {
 };
 
 BuildCache::BuildCache(CacheConfig config) : config_(std::move(config)), state_(std::make_unique<State>()) {
+  // The variable works for caches configured in code too (a test's child, a tool's own).
+  state_->explain = config_.explain || environment::flag("CUJIT_CACHE_EXPLAIN", false);
   for (const std::string& warning : config_.warnings) warn(warning);
   if (config_.mode != CacheMode::off) state_->memo.emplace(config_.max_memory_bytes);
   if (config_.mode == CacheMode::disk) {
@@ -488,7 +497,10 @@ std::optional<std::string> BuildCache::find(const CacheKey& key, CacheSource* so
   }
   if (auto hit = find_on_disk(digest, source, count)) return hit;
   auto hit = find_remote(digest, source, count);
-  if (!hit) detail::trace_mark("cache miss");
+  if (!hit) {
+    detail::trace_mark("cache miss");
+    if (count == Count::hit) note_miss(key);
+  }
   return hit;
 }
 
@@ -563,12 +575,124 @@ void BuildCache::put(const CacheKey& key, const std::string& payload) {
   detail::RemoteOutcome sent = detail::RemoteOutcome::done;
   std::string problem;
   if (state_->remote) sent = state_->remote->put(digest, payload, problem);
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  state_->note_disk_write(digest, written);
-  if (state_->disk && written.ok) ++state_->stats.disk_stores;
-  if (state_->remote && sent == detail::RemoteOutcome::done) ++state_->stats.remote_writes;
-  state_->note_remote(sent, problem, Count::hit);
-  state_->insert(digest, payload, config_.max_memory_bytes);
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->note_disk_write(digest, written);
+    if (state_->disk && written.ok) ++state_->stats.disk_stores;
+    if (state_->remote && sent == detail::RemoteOutcome::done) ++state_->stats.remote_writes;
+    state_->note_remote(sent, problem, Count::hit);
+    state_->insert(digest, payload, config_.max_memory_bytes);
+  }
+  keep_recipe(key, digest);
+}
+
+// The recipe of a stored key, in the index of its kind and name on disk and in Redis, so
+// that a later miss can be explained. Only on a store (after a build): never on a hit.
+void BuildCache::keep_recipe(const CacheKey& key, const std::string& digest) {
+  if (!state_->disk && !state_->remote) return;
+  try {
+    detail::StoredRecipe recipe{digest, key.recipe(), false};
+    const std::string id = detail::index_id(key.kind(), detail::recipe_name(key));
+    std::string problem;
+    if (state_->disk) {
+      const std::filesystem::path& dir = state_->disk->directory();
+      problem = detail::write_disk_index(dir, id, detail::add_to_index(detail::read_disk_index(dir, id), recipe));
+    }
+    if (state_->remote && state_->remote->writes()) {
+      // Signed like every value (the key names the index): a forged recipe is no candidate.
+      std::string index, remote_problem;
+      const detail::RemoteOutcome got = state_->remote->get("recipes:" + id, index, remote_problem);
+      if (got == detail::RemoteOutcome::done || got == detail::RemoteOutcome::missing ||
+          got == detail::RemoteOutcome::unverified || got == detail::RemoteOutcome::corrupt) {
+        if (got != detail::RemoteOutcome::done) index.clear();
+        state_->remote->put("recipes:" + id, detail::add_to_index(index, recipe), remote_problem);
+      }
+    }
+    if (!problem.empty()) {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      if (!std::exchange(state_->recipe_warned, true)) {
+        state_->add_warning("recipe of " + digest + " not kept (its misses cannot be explained): " + problem);
+      }
+    }
+  } catch (...) {
+    // Out of memory or a file system error: the recipe is lost, never the build.
+  }
+}
+
+void BuildCache::note_miss(const CacheKey& key) {
+  bool explain = false;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->last_miss = key;
+    explain = state_->explain;
+  }
+  if (!explain) return;
+  try {
+    const MissExplanation explained = this->explain(key);
+    const std::string line = "cache miss: " + explained.text();
+    std::fprintf(stderr, "cujit: %s\n", line.c_str());
+    warn(line);
+    if (state_->disk) {
+      if (const std::string problem = detail::append_miss_log(state_->disk->directory(), explained); !problem.empty()) {
+        warn("miss explanation not logged: " + problem);
+      }
+    }
+  } catch (...) {
+    // An explanation that cannot be made is no reason to fail the build.
+  }
+}
+
+MissExplanation BuildCache::explain(const CacheKey& key) {
+  MissExplanation out;
+  out.kind = key.kind();
+  out.name = detail::recipe_name(key);
+  out.digest = key.digest();
+  out.time = static_cast<std::int64_t>(std::time(nullptr));
+  const std::string id = detail::index_id(out.kind, out.name);
+  const std::vector<RecipeField> now = key.recipe();
+  bool found = false;
+  // The key's own recipe says "stored, entry gone" only while its entry is gone: a key
+  // built and stored since its miss (explain_last_miss after the build) is explained by
+  // the other recipes, as it would have been at the miss.
+  const auto stored_now = [&] {
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      if (state_->memory.count(out.digest) != 0) return true;
+    }
+    std::string payload, problem;
+    return state_->disk && state_->disk->read(out.digest, payload, problem) == detail::ReadOutcome::hit;
+  };
+  std::optional<bool> own_entry;
+  const auto consider = [&](const std::string& index, const char* tier) {
+    for (const detail::StoredRecipe& stored : detail::read_index(index)) {
+      if (stored.digest == out.digest) {
+        if (!own_entry) own_entry = stored_now();
+        if (*own_entry) continue;
+      }
+      std::vector<FieldDifference> differences = detail::compare_recipes(now, stored);
+      if (found && differences.size() >= out.differences.size()) continue;
+      found = true;
+      out.nearest = stored.digest;
+      out.nearest_tier = tier;
+      out.differences = std::move(differences);
+    }
+  };
+  if (state_->disk) consider(detail::read_disk_index(state_->disk->directory(), id), "disk");
+  if (state_->remote) {
+    std::string index, problem;
+    if (state_->remote->get("recipes:" + id, index, problem) == detail::RemoteOutcome::done) consider(index, "remote");
+  }
+  return out;
+}
+
+std::optional<MissExplanation> BuildCache::explain_last_miss() {
+  std::optional<CacheKey> key;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    key = state_->last_miss;
+  }
+  if (!key) return std::nullopt;
+  return explain(*key);
 }
 
 std::string BuildCache::run_once(const std::string& flight, const Work& work, CacheSource* source) {

@@ -62,7 +62,7 @@ CacheKey recipe_key(const Program& program, const CompileOptions& options, const
   // What NVRTC is given, verbatim and in order: an option NVRTC rejects is never keyed
   // like one it accepts.
   key.add_list("options", inputs.nvrtc_options());
-  key.add_list("files", inputs.key_fields());
+  key.add_list("files", inputs.key_fields(), 3);  // (name, content, include targets): the recipe names files
   key.add_list("name-expressions", options.name_expressions);
   return key;
 }

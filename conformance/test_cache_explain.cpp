@@ -1,0 +1,446 @@
+// Miss explanations (issue 30): a key that misses is compared with the stored recipes of
+// its kind and name, and the explanation names exactly the field that changed. Generated
+// recipes through the disk tier (a new cache on the directory) and a real redis-server, and
+// real compiles through the disk tier in new processes (cache_child, CUJIT_CACHE_EXPLAIN=1,
+// read back from the misses log as `cujit cache explain` does).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "cache/miss_explainer.hpp"
+#include "cujit/build_cache.hpp"
+#include "support/cache_helpers.hpp"
+#include "support/child_process.hpp"
+#include "support/fixtures.hpp"
+#include "support/redis_server.hpp"
+
+namespace cujit {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------
+// Generated recipes: a compile-like key with every kind of field.
+
+struct Recipe {
+  std::string nvrtc = "/opt/cuda/lib64/libnvrtc.so.13.0";
+  std::string target = "ptx";
+  std::string nrt = "0";
+  std::string cwd = "/work/a";
+  std::vector<std::string> options;
+  std::vector<std::tuple<std::string, std::string, std::string>> files;  // name, content, targets
+};
+
+CacheKey key_of(const Recipe& recipe) {
+  CacheKey key("explain-test");
+  key.add("nvrtc", recipe.nvrtc).add("name", "prog.cu").add("target", recipe.target).add("nrt", recipe.nrt);
+  key.add("cwd", recipe.cwd).add_list("options", recipe.options);
+  std::vector<std::string> flat;
+  for (const auto& [name, content, targets] : recipe.files) flat.insert(flat.end(), {name, content, targets});
+  key.add_list("files", flat, 3);
+  return key;
+}
+
+Recipe random_recipe(std::mt19937& random) {
+  Recipe recipe;
+  const int options = 1 + static_cast<int>(random() % 6);
+  for (int i = 0; i < options; ++i) recipe.options.push_back("-DX" + std::to_string(i) + "=" + std::to_string(random() % 100));
+  const int files = 1 + static_cast<int>(random() % 5);
+  for (int i = 0; i < files; ++i) {
+    recipe.files.emplace_back(i == 0 ? "prog.cu" : "inc/h" + std::to_string(i) + ".h",
+                              std::string(1 + random() % 4000, static_cast<char>('a' + random() % 26)),
+                              std::to_string(random()));
+  }
+  return recipe;
+}
+
+struct Mutation {
+  const char* name;
+  std::set<std::string> categories;  // what the explanation must name, exactly
+  // Changes the recipe; false when it cannot apply to this one (one option, no header).
+  bool (*apply)(Recipe&, std::mt19937&);
+};
+
+const std::vector<Mutation>& mutations() {
+  static const std::vector<Mutation> all{
+      {"option_changed", {"options changed"}, [](Recipe& r, std::mt19937& g) {
+         r.options[g() % r.options.size()] += "1";
+         return true;
+       }},
+      {"option_added", {"options added"}, [](Recipe& r, std::mt19937& g) {
+         r.options.insert(r.options.begin() + static_cast<long>(g() % (r.options.size() + 1)), "-DNEW=1");
+         return true;
+       }},
+      {"option_removed", {"options removed"}, [](Recipe& r, std::mt19937& g) {
+         r.options.erase(r.options.begin() + static_cast<long>(g() % r.options.size()));
+         return true;
+       }},
+      {"option_order", {"options order"}, [](Recipe& r, std::mt19937& g) {
+         if (r.options.size() < 2) return false;
+         const std::size_t i = g() % (r.options.size() - 1);
+         std::swap(r.options[i], r.options[i + 1]);
+         return true;
+       }},
+      {"header_content", {"files content"}, [](Recipe& r, std::mt19937& g) {
+         if (r.files.size() < 2) return false;
+         std::get<1>(r.files[1 + g() % (r.files.size() - 1)]) += "x";
+         return true;
+       }},
+      {"header_appeared", {"files appeared"}, [](Recipe& r, std::mt19937&) {
+         r.files.emplace_back("inc/appeared.h", "#define A 1\n", "");
+         return true;
+       }},
+      {"header_includes", {"files includes"}, [](Recipe& r, std::mt19937& g) {
+         std::get<2>(r.files[g() % r.files.size()]) += "9:other.h";
+         return true;
+       }},
+      {"nvrtc_library", {"nvrtc changed"}, [](Recipe& r, std::mt19937&) {
+         r.nvrtc = "/opt/cuda/lib64/libnvrtc.so.13.1";
+         return true;
+       }},
+      {"target", {"target changed"}, [](Recipe& r, std::mt19937&) {
+         r.target = "cubin";
+         return true;
+       }},
+      {"nrt_decision", {"nrt changed"}, [](Recipe& r, std::mt19937&) {
+         r.nrt = "1";
+         return true;
+       }},
+      {"working_directory", {"cwd changed"}, [](Recipe& r, std::mt19937&) {
+         r.cwd = "/work/b";
+         return true;
+       }},
+  };
+  return all;
+}
+
+std::set<std::string> categories(const MissExplanation& explained) {
+  std::set<std::string> out;
+  for (const FieldDifference& difference : explained.differences) out.insert(difference.category());
+  return out;
+}
+
+std::string describe(const MissExplanation& explained) { return explained.text(); }
+
+// Stores a random recipe (and a few other recipes of the same name, as earlier builds
+// would), mutates it once, and asks a new cache on the same tiers why it misses.
+void check_every_mutation(const std::function<CacheConfig()>& config, const char* tier, int rounds) {
+  std::mt19937 random(20261127);
+  for (int round = 0; round < rounds; ++round) {
+    for (const Mutation& mutation : mutations()) {
+      const Recipe base = random_recipe(random);
+      Recipe changed = base;
+      if (!mutation.apply(changed, random)) continue;
+      {
+        BuildCache writer(config());
+        for (int other = 0; other < 3; ++other) writer.put(key_of(random_recipe(random)), "other");
+        writer.put(key_of(base), "payload");
+      }
+      BuildCache reader(config());
+      const CacheKey missed = key_of(changed);
+      ASSERT_FALSE(reader.find(missed)) << mutation.name;
+      const std::optional<MissExplanation> explained = reader.explain_last_miss();
+      ASSERT_TRUE(explained) << mutation.name;
+      EXPECT_EQ(explained->nearest, key_of(base).digest()) << mutation.name << ": " << describe(*explained);
+      EXPECT_EQ(explained->nearest_tier, tier) << mutation.name;
+      EXPECT_EQ(categories(*explained), mutation.categories) << mutation.name << ": " << describe(*explained);
+      EXPECT_EQ(explained->digest, missed.digest());
+      EXPECT_EQ(explained->kind, "explain-test");
+      EXPECT_EQ(explained->name, "prog.cu");
+    }
+  }
+}
+
+TEST(CacheExplain, EveryFieldKindIsNamedExactlyThroughTheDiskTier) {
+  test::TempDir dir;
+  check_every_mutation([&] { return test::disk_cache_at(dir.path() / "cache"); }, "disk", 6);
+}
+
+TEST(CacheExplain, TheWordsSayWhatChanged) {
+  test::TempDir dir;
+  Recipe base;
+  base.options = {"-arch=sm_90", "-DA=1", "-DV=1"};
+  base.files = {{"prog.cu", "int main;", ""}, {"inc/val.h", std::string(500, 'v'), ""}};
+  Recipe changed = base;
+  changed.options[2] = "-DV=2";
+  std::get<1>(changed.files[1]) += "w";
+  changed.nvrtc = "/opt/cuda/lib64/libnvrtc.so.13.1";
+  BuildCache(test::disk_cache_at(dir.path())).put(key_of(base), "x");
+  BuildCache reader(test::disk_cache_at(dir.path()));
+  const MissExplanation explained = reader.explain(key_of(changed));
+  std::set<std::string> texts;
+  for (const FieldDifference& difference : explained.differences) texts.insert(difference.text);
+  EXPECT_EQ(texts, (std::set<std::string>{"NVRTC library: /opt/cuda/lib64/libnvrtc.so.13.1 was /opt/cuda/lib64/libnvrtc.so.13.0",
+                                          "option 3: -DV=2 was -DV=1", "header inc/val.h: content changed"}))
+      << explained.text();
+}
+
+TEST(CacheExplain, RecipesKeepSizesAndDigestsNeverLongValues) {
+  std::mt19937 random(7);
+  for (int round = 0; round < 50; ++round) {
+    const Recipe recipe = random_recipe(random);
+    const CacheKey key = key_of(recipe);
+    for (const RecipeField& field : key.recipe()) {
+      EXPECT_LE(field.shown.size(), 160u) << field.label;
+      EXPECT_EQ(field.digest.size(), 16u) << field.label;
+      // A file's content is known by size and digest only, whatever its length.
+      if (field.label.rfind("files:", 0) == 0) {
+        EXPECT_EQ(field.shown, "") << field.label;
+      }
+    }
+    // Grouping a list changes the recipe, never the key.
+    CacheKey grouped("g"), plain("g");
+    grouped.add_list("l", recipe.options, 3);
+    plain.add_list("l", recipe.options);
+    EXPECT_EQ(grouped.digest(), plain.digest());
+  }
+}
+
+TEST(CacheExplain, NoCandidateAndAGoneEntryAreSaid) {
+  test::TempDir dir;
+  std::mt19937 random(3);
+  const Recipe base = random_recipe(random);
+  BuildCache cache(test::disk_cache_at(dir.path()));
+  const MissExplanation nothing = cache.explain(key_of(base));
+  EXPECT_TRUE(nothing.nearest.empty());
+  EXPECT_NE(nothing.text().find("no stored recipe"), std::string::npos) << nothing.text();
+  cache.put(key_of(base), "x");
+  cache.clear();  // the entry goes, its recipe stays
+  const MissExplanation gone = cache.explain(key_of(base));
+  EXPECT_EQ(gone.nearest, key_of(base).digest());
+  EXPECT_TRUE(gone.differences.empty());
+  EXPECT_NE(gone.text().find("entry is gone"), std::string::npos) << gone.text();
+}
+
+// explain_last_miss() after the build stored the key: its own recipe is no candidate
+// while its entry is there, so the explanation is the one the miss had.
+TEST(CacheExplain, AKeyStoredSinceItsMissIsExplainedAsAtTheMiss) {
+  test::TempDir dir;
+  std::mt19937 random(5);
+  for (const Mutation& mutation : mutations()) {
+    const Recipe base = random_recipe(random);
+    Recipe changed = base;
+    if (!mutation.apply(changed, random)) continue;
+    BuildCache(test::disk_cache_at(dir.path())).put(key_of(base), "base");
+    BuildCache cache(test::disk_cache_at(dir.path()));
+    const CacheKey key = key_of(changed);
+    ASSERT_FALSE(cache.find(key));
+    cache.put(key, "built");
+    const std::optional<MissExplanation> explained = cache.explain_last_miss();
+    ASSERT_TRUE(explained);
+    EXPECT_EQ(explained->nearest, key_of(base).digest()) << mutation.name << ": " << explained->text();
+    EXPECT_EQ(categories(*explained), mutation.categories) << mutation.name << ": " << explained->text();
+  }
+}
+
+TEST(CacheExplain, AnIndexKeepsTheLatestRecipesBoundedAndSkipsDamage) {
+  std::mt19937 random(11);
+  std::string index = "garbage\ncujit-recipe 1 abc 3 0\nnot a field\n";
+  std::vector<std::string> digests;
+  for (int i = 0; i < 20; ++i) {
+    const CacheKey key = key_of(random_recipe(random));
+    digests.push_back(key.digest());
+    index = detail::add_to_index(index, {key.digest(), key.recipe(), false});
+  }
+  const std::vector<detail::StoredRecipe> kept = detail::read_index(index);
+  ASSERT_EQ(kept.size(), detail::recipes_per_index);
+  for (std::size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i].digest, digests[digests.size() - 1 - i]);
+  // A recipe past the bounds is cut, and says so.
+  CacheKey huge("huge");
+  for (int i = 0; i < 1000; ++i) huge.add("f" + std::to_string(i), std::string(100, 'x'));
+  const std::vector<detail::StoredRecipe> cut = detail::read_index(detail::add_to_index("", {huge.digest(), huge.recipe(), false}));
+  ASSERT_EQ(cut.size(), 1u);
+  EXPECT_TRUE(cut[0].truncated);
+  EXPECT_LE(cut[0].fields.size(), detail::fields_per_recipe);
+}
+
+TEST(CacheExplain, TheMissesLogRoundTripsAndSkipsDamagedLines) {
+  test::TempDir dir;
+  MissExplanation miss;
+  miss.kind = "nvrtc-compile";
+  miss.name = "we\tird\nname%";
+  miss.digest = std::string(64, 'a');
+  miss.nearest = std::string(64, 'b');
+  miss.nearest_tier = "disk";
+  miss.time = 1234;
+  miss.differences = {{"options", "changed", "option 2: -DV=2 was -DV=1"}};
+  ASSERT_EQ(detail::append_miss_log(dir.path(), miss), "");
+  {
+    std::ofstream(dir.path() / "explain" / "misses.log", std::ios::app) << "cujit-miss-1\tbroken\n";
+  }
+  ASSERT_EQ(detail::append_miss_log(dir.path(), miss), "");
+  const std::vector<MissExplanation> read = read_miss_log(dir.path(), 10);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].name, miss.name);
+  EXPECT_EQ(read[0].differences.size(), 1u);
+  EXPECT_EQ(read[0].differences[0].text, miss.differences[0].text);
+  EXPECT_EQ(read_miss_log(dir.path(), 1).size(), 1u);
+}
+
+// ---------------------------------------------------------------------------------------
+// The Redis tier: recipes are signed values of their own; a new cache with no disk tier
+// explains from them.
+
+TEST(CacheExplain, EveryFieldKindIsNamedExactlyThroughRedis) {
+  test::RedisServer server;
+  if (!BuildCache::remote_built_in()) GTEST_SKIP() << "this cujit was built without hiredis";
+  if (test::redis_server_program().empty()) GTEST_SKIP() << server.problem();
+  ASSERT_EQ(server.problem(), "");
+  check_every_mutation([&] {
+    CacheConfig config;
+    config.mode = CacheMode::memory;
+    config.remote = server.url();
+    config.remote_unauthenticated = true;
+    config.remote_timeout = std::chrono::milliseconds(2000);
+    return config;
+  }, "remote", 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// Real compiles, each in a new process on one disk tier, with CUJIT_CACHE_EXPLAIN=1.
+
+struct ChildCompile {
+  std::vector<std::string> options;
+  std::vector<std::string> environment;
+};
+
+// Runs cache_child compile (or compile-file) and returns the last logged explanation.
+std::optional<MissExplanation> compile_in_child(const fs::path& cache, const std::vector<std::string>& args,
+                                                const std::vector<std::string>& environment, std::string& output) {
+  const std::size_t before = read_miss_log(cache, 100000).size();
+  std::vector<std::string> argv{CUJIT_CACHE_CHILD};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> env{"CUJIT_CACHE_EXPLAIN=1"};
+  env.insert(env.end(), environment.begin(), environment.end());
+  const test::ChildResult child = test::run_child(argv, env);
+  output = child.output;
+  EXPECT_EQ(child.exit_code, 0) << child.output;
+  const std::vector<MissExplanation> log = read_miss_log(cache, 100000);
+  if (log.size() == before) return std::nullopt;
+  return log.back();
+}
+
+std::optional<MissExplanation> compile_options(const fs::path& cache, const std::vector<std::string>& options,
+                                               const std::vector<std::string>& environment, std::string& output) {
+  std::vector<std::string> args{"compile", cache.string(), (cache.parent_path() / "out").string()};
+  args.insert(args.end(), options.begin(), options.end());
+  return compile_in_child(cache, args, environment, output);
+}
+
+struct ChildCase {
+  const char* name;
+  std::vector<std::string> base, changed;
+  std::vector<std::string> changed_environment;
+  std::set<std::string> categories;
+  std::vector<std::string> text_parts;  // each in some difference's text
+};
+
+void PrintTo(const ChildCase& c, std::ostream* out) { *out << c.name; }
+
+class ExplainInNewProcess : public ::testing::TestWithParam<ChildCase> {};
+
+TEST_P(ExplainInNewProcess, NamesExactlyTheFieldThatChanged) {
+  const ChildCase& c = GetParam();
+  test::TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  std::string output;
+  const auto first = compile_options(cache, c.base, {}, output);
+  ASSERT_TRUE(first) << output;
+  EXPECT_TRUE(first->nearest.empty()) << first->text();  // nothing stored yet: no candidate
+  const auto explained = compile_options(cache, c.changed, c.changed_environment, output);
+  ASSERT_TRUE(explained) << "no miss logged:\n" << output;
+  EXPECT_NE(output.find("cujit: cache miss: "), std::string::npos) << output;  // the warning line
+  EXPECT_EQ(categories(*explained), c.categories) << explained->text();
+  std::string texts;
+  for (const FieldDifference& difference : explained->differences) texts += difference.text + "\n";
+  for (const std::string& part : c.text_parts) EXPECT_NE(texts.find(part), std::string::npos) << part << " in\n" << texts;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, ExplainInNewProcess,
+    ::testing::Values(ChildCase{"option_changed", {"-DV=1"}, {"-DV=2"}, {}, {"options changed"}, {"-DV=2 was -DV=1"}},
+                      ChildCase{"option_added", {"-DV=1"}, {"-DV=1", "-DW=3"}, {}, {"options added"}, {"added: -DW=3"}},
+                      ChildCase{"option_order", {"-DA=1", "-DV=1"}, {"-DV=1", "-DA=1"}, {}, {"options order"}, {"order changed"}},
+                      ChildCase{"arch", {"-DV=1"}, {"-DV=1"}, {"CACHE_CHILD_ARCH=sm_80"}, {"options changed"}, {"option 1: -arch=compute_80 was -arch=compute_90"}}),
+    [](const ::testing::TestParamInfo<ChildCase>& param) { return std::string(param.param.name); });
+
+// Headers on the search path: content changed, then one appearing earlier on the path.
+TEST(ExplainInNewProcessFiles, HeaderContentThenAHeaderAppearingOnThePath) {
+  test::TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  fs::create_directories(dir.path() / "a");
+  fs::create_directories(dir.path() / "b");
+  const fs::path source = dir.path() / "k.cu";
+  std::ofstream(source) << "#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n";
+  std::ofstream(dir.path() / "b" / "val.h") << "#define VAL 1\n";
+  const std::vector<std::string> args{"compile-file",
+                                      cache.string(),
+                                      (dir.path() / "out").string(),
+                                      dir.path().string(),
+                                      source.string(),
+                                      "k.cu",
+                                      "-I" + (dir.path() / "a").string(),
+                                      "-I" + (dir.path() / "b").string()};
+  std::string output;
+  ASSERT_TRUE(compile_in_child(cache, args, {}, output)) << output;
+
+  std::ofstream(dir.path() / "b" / "val.h") << "#define VAL 2\n";
+  auto explained = compile_in_child(cache, args, {}, output);
+  ASSERT_TRUE(explained) << output;
+  EXPECT_EQ(categories(*explained), std::set<std::string>{"files content"}) << explained->text();
+  ASSERT_EQ(explained->differences.size(), 1u);
+  EXPECT_NE(explained->differences[0].text.find("val.h: content changed"), std::string::npos) << explained->text();
+  EXPECT_EQ(explained->differences[0].text.rfind("header ", 0), 0u) << explained->text();
+
+  std::ofstream(dir.path() / "a" / "val.h") << "#define VAL 3\n";
+  explained = compile_in_child(cache, args, {}, output);
+  ASSERT_TRUE(explained) << output;
+  const std::set<std::string> found = categories(*explained);
+  EXPECT_EQ(found.count("files appeared"), 1u) << explained->text();
+  bool names_the_new_header = false;
+  for (const FieldDifference& difference : explained->differences) {
+    if (difference.change == "appeared") names_the_new_header = difference.field.find("a/val.h") != std::string::npos;
+  }
+  EXPECT_TRUE(names_the_new_header) << explained->text();
+  // Nothing else than the files: the header that appeared, the one no longer read, and the
+  // program's include that now resolves to it.
+  for (const std::string& category : found) {
+    EXPECT_TRUE(category == "files appeared" || category == "files gone" || category == "files includes")
+        << category << ": " << explained->text();
+  }
+}
+
+// The working directory where it matters: a relative -I finds another header. It is not a
+// field of its own; the explanation names what it changed (the file read).
+TEST(ExplainInNewProcessFiles, AWorkingDirectoryThatChangesWhatIsRead) {
+  test::TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  for (const char* cwd : {"one", "two"}) {
+    fs::create_directories(dir.path() / cwd / "inc");
+    std::ofstream(dir.path() / cwd / "inc" / "val.h") << "#define VAL " << (cwd[0] == 'o' ? 1 : 2) << "\n";
+  }
+  const fs::path source = dir.path() / "k.cu";
+  std::ofstream(source) << "#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n";
+  const auto args_in = [&](const char* cwd) {
+    return std::vector<std::string>{"compile-file", cache.string(), (dir.path() / "out").string(),
+                                    (dir.path() / cwd).string(), source.string(), "k.cu", "-Iinc"};
+  };
+  std::string output;
+  ASSERT_TRUE(compile_in_child(cache, args_in("one"), {}, output)) << output;
+  const auto explained = compile_in_child(cache, args_in("two"), {}, output);
+  ASSERT_TRUE(explained) << output;
+  ASSERT_FALSE(explained->differences.empty()) << explained->text();
+  for (const FieldDifference& difference : explained->differences) {
+    EXPECT_EQ(difference.field.rfind("files:", 0), 0u) << explained->text();
+  }
+  std::printf("working directory miss: %s\n", explained->text().c_str());
+}
+
+}  // namespace
+}  // namespace cujit
