@@ -204,6 +204,14 @@ ParsedOptions parse_options(const std::vector<std::string>& options) {
 
 }  // namespace
 
+namespace {
+bool has_next_sites(const IncludeScan& scan) {
+  return std::any_of(scan.sites.begin(), scan.sites.end(), [](const IncludeSite& site) {
+    return site.kind == IncludeKind::include_next || site.kind == IncludeKind::has_include_next;
+  });
+}
+}  // namespace
+
 struct HermeticInputs::File {
   std::string name;        // the in-memory name NVRTC sees
   std::string directory;   // where its quoted includes are looked up first
@@ -279,6 +287,13 @@ class Resolver {
     const auto& [stamp, data] = *looked;
     const auto identity = std::make_pair(stamp.device, stamp.inode);
     if (const auto it = by_identity_.find(identity); it != by_identity_.end()) {
+      // One file, one in-memory header, one rewrite of each operand. An #include_next
+      // continues after the directory its file was found in (from the start for a file
+      // found beside its includer), so a file reached through two such routes has two
+      // answers, and which one NVRTC uses depends on which inclusion comes first.
+      if (it->second->search_index != search_index && has_next_sites(data->scan)) {
+        refusal = "'" + it->second->name + "' has an #include_next and is reached through two search routes";
+      }
       return {it->second, it->second->name};
     }
     if (disk_files_.size() >= max_files || (total_bytes_ += data->content.size()) > max_total_bytes) {
