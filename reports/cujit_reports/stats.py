@@ -177,12 +177,7 @@ def signed_rank_k(n, confidence=PAIRED_CONFIDENCE):
 def hl_interval(values, confidence=PAIRED_CONFIDENCE):
     """(low, high, coverage): the Wilcoxon signed-rank interval of the centre of `values`;
     None when there are too few values for one."""
-    found = signed_rank_k(len(values), confidence)
-    if found is None:
-        return None
-    k, coverage = found
-    averages = walsh_averages(values)
-    return averages[k - 1], averages[len(averages) - k], coverage
+    return _kth_from_each_end(walsh_averages(values), signed_rank_k(len(values), confidence))
 
 
 def median_k(n, confidence=PAIRED_CONFIDENCE):
@@ -194,11 +189,14 @@ def median_k(n, confidence=PAIRED_CONFIDENCE):
 
 def median_interval(values, confidence=PAIRED_CONFIDENCE):
     """(low, high, coverage) of the median of `values`; None when too few."""
-    found = median_k(len(values), confidence)
+    return _kth_from_each_end(sorted(values), median_k(len(values), confidence))
+
+
+def _kth_from_each_end(ordered, found):
+    """(ordered[k-1], ordered[-k], coverage) for found = (k, coverage); None without one."""
     if found is None:
         return None
     k, coverage = found
-    ordered = sorted(values)
     return ordered[k - 1], ordered[len(ordered) - k], coverage
 
 
