@@ -35,6 +35,7 @@ class Benchmark:
     cv: float = None
     error: str = None  # SkipWithError's message: the benchmark failed
     skipped: str = None  # SkipWithMessage's (Google Benchmark >= 1.8): it did not run
+    manual_time: bool = True  # every entry was timed by the benchmark itself (/manual_time)
 
     def counter(self, key):
         values = sorted(self.counters.get(key, []))
@@ -96,7 +97,7 @@ _CONTEXT_TEXT = ("cujit_version", "cujit_git_commit", "cujit_git_tree", "cujit_s
                  "device", "driver_version", "driver_release", "nvrtc_version", "nvrtc_library",
                  "nvrtc_identity", "nvjitlink_version", "nvjitlink_library", "nvjitlink_identity",
                  "cccl_version", "vendor_cache", "cuda_module_loading", "host_cpu_model", "host_load_avg",
-                 "date", "peer", "peer_version", "cujit_schema")
+                 "date", "peer", "peer_version", "cujit_schema", "library_build_type")
 
 
 def _kind_of(mode):
@@ -218,6 +219,7 @@ def _entry(check, where, entry, benchmarks):
     if not name:
         check.fail(f"{where}.{key}", "must not be empty")
     record = benchmarks.setdefault(name, Benchmark(name))
+    record.manual_time = record.manual_time and "/manual_time" in raw_name
     _measurement(check, where, entry, record)
     return name
 

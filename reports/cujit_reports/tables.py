@@ -435,6 +435,24 @@ def overwritten_table(joined, what):
 # ---------------------------------------------------------------------------------------
 # The whole report
 
+def benchmark_builds(run):
+    """How the timed code and the timing library were built. Google Benchmark says "debug" for
+    a library built without NDEBUG, as Debian's libbenchmark is (-O2, its assertions on). A
+    benchmark that times itself (/manual_time) keeps that library's build out of its times;
+    one timed by Google Benchmark's own clock does not, and the line says how many."""
+    c = run.context
+    library = c.get("library_build_type")
+    text = f"cujit {c.get('cujit_build_type', '?')} build, Google Benchmark library "
+    text += library if library else "build not recorded"
+    if library == "debug" and run.benchmarks:
+        own_clock = sorted(name for name, b in run.benchmarks.items() if not b.manual_time)
+        if own_clock:
+            text += f" (timing {len(own_clock)} of {len(run.benchmarks)} benchmarks with its own clock)"
+        else:
+            text += " (outside every time: each benchmark times itself)"
+    return text
+
+
 def run_line(run):
     c = run.context
     state = figures.state_label(c.get("vendor_cache")) if c.get("vendor_cache") in figures.STATES else c.get("vendor_cache")
@@ -444,6 +462,7 @@ def run_line(run):
             f"{c.get('cujit_mode', '?')} mode, driver {c.get('driver_release', '?')} (CUDA {c.get('driver_version', '?')}), "
             f"NVRTC {c.get('nvrtc_version', '?')}, nvJitLink {c.get('nvjitlink_version', '?')}, "
             f"commit {c.get('cujit_git_commit', '?')} ({c.get('cujit_git_tree', '?')} tree), "
+            f"{benchmark_builds(run)}, "
             f"host load {c.get('host_load_avg', '?')}, {c.get('date', '')}")
 
 

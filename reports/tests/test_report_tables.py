@@ -348,3 +348,44 @@ class HistoryByDeviceTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BenchmarkBuildsTest(unittest.TestCase):
+    """The run line says how Google Benchmark was built, and whether that build can reach a
+    time: generated runs mixing self-timed (/manual_time) and own-clock entries, with each
+    library build type, read back from JSON as the report reads them."""
+
+    def test_the_line_counts_own_clock_benchmarks_exactly(self):
+        import random
+        rng = random.Random(20261127)
+        with tempfile.TemporaryDirectory() as tmp:
+            for case in range(60):
+                library = rng.choice(["debug", "release", None])
+                entries, own_clock = [], set()
+                for i in range(rng.randint(1, 6)):
+                    manual = rng.random() < 0.6
+                    name = f"family{i}/{rng.randint(1, 9)}" + ("/manual_time" if manual else "")
+                    for repetition in range(rng.randint(1, 3)):
+                        entries.append({"name": name, "run_name": name, "run_type": "iteration",
+                                        "repetitions": 3, "repetition_index": repetition,
+                                        "real_time": 1.0 + repetition, "time_unit": "us"})
+                    if not manual:
+                        own_clock.add(bench_json.base_name(name))
+                context = {"cujit_schema": "1", "cujit_build_type": "Release"}
+                if library:
+                    context["library_build_type"] = library
+                path = _write(tmp, f"run{case}.json", {"context": context, "benchmarks": entries})
+                run = bench_json.load(path)
+                line = tables.benchmark_builds(run)
+                self.assertIn("cujit Release build", line)
+                if library is None:
+                    self.assertIn("build not recorded", line)
+                    continue
+                self.assertIn(f"Google Benchmark library {library}", line)
+                if library != "debug":
+                    self.assertNotIn("(", line)
+                elif own_clock:
+                    self.assertIn(f"timing {len(own_clock)} of {len(run.benchmarks)} benchmarks with its own clock",
+                                  line)
+                else:
+                    self.assertIn("each benchmark times itself", line)
