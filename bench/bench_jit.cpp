@@ -22,6 +22,7 @@
 #include "support/multi_input.hpp"
 #include "support/paired.hpp"
 #include "support/raw_jit.hpp"
+#include "support/vendor_phases.hpp"
 
 namespace cujit::bench {
 namespace {
@@ -43,12 +44,15 @@ CompileOptions compile_options(CompileTarget target) {
 }
 
 void cujit_nvrtc(benchmark::State& state, const JitScenario* scenario, CompileTarget target) {
-  const Program program(scenario_source(*scenario), scenario->source);
+  const std::string source = scenario_source(*scenario);
+  const Program program(source, scenario->source);
   const CompileOptions options = compile_options(target);
-  (void)program.compile(options);  // warm-up
+  const std::vector<std::string> flags = program.compile(options).options;  // warm-up
   const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(program.compile(options));
   share.finish(state);
+  add_phase_counters(state, nvrtc_phases(source, scenario->source, flags, std::string(to_string(target)),
+                                         raw_headers(options.headers)));
 }
 
 // cujit's Program::compile against nvrtcCreateProgram + nvrtcCompileProgram with the
@@ -98,23 +102,36 @@ LinkOptions nvjitlink_options(const JitScenario& scenario) {
   return options;
 }
 
+// The raw floor's inputs and options for the same link.
+std::vector<RawInput> raw_link_inputs(const std::vector<LinkableCode>& inputs) {
+  std::vector<RawInput> raw;
+  for (const LinkableCode& code : inputs) raw.emplace_back(traits(code.format()).nvjitlink_input, code.bytes());
+  return raw;
+}
+
+std::vector<std::string> raw_link_flags(const JitScenario& scenario) {
+  std::vector<std::string> flags{"-arch=" + arch.sm()};
+  if (scenario.lto) flags.emplace_back("-lto");
+  return flags;
+}
+
 void cujit_nvjitlink(benchmark::State& state, const JitScenario* scenario) {
-  time_cujit_link(state, compiled_inputs(*scenario, arch, LinkerBackend::nvjitlink), nvjitlink_options(*scenario));
+  const std::vector<LinkableCode> inputs = compiled_inputs(*scenario, arch, LinkerBackend::nvjitlink);
+  time_cujit_link(state, inputs, nvjitlink_options(*scenario));
+  add_phase_counters(state, nvjitlink_phases(raw_link_inputs(inputs), raw_link_flags(*scenario)));
 }
 
 Pair nvjitlink_pair(const JitScenario& scenario) {
   const auto inputs = std::make_shared<std::vector<LinkableCode>>(
       compiled_inputs(scenario, arch, LinkerBackend::nvjitlink));
-  std::vector<RawInput> raw_inputs;
-  for (const LinkableCode& code : *inputs) raw_inputs.emplace_back(traits(code.format()).nvjitlink_input, code.bytes());
-  std::vector<std::string> flags{"-arch=" + arch.sm()};
-  if (scenario.lto) flags.push_back("-lto");
   return Pair{[inputs, options = nvjitlink_options(scenario)] {
                 Linker linker(options);
                 for (const LinkableCode& code : *inputs) linker.add(code);
                 return linker.link().code.bytes();
               },
-              [raw_inputs, flags] { return raw_nvjitlink(raw_inputs, flags); }};
+              [raw_inputs = raw_link_inputs(*inputs), flags = raw_link_flags(scenario)] {
+                return raw_nvjitlink(raw_inputs, flags);
+              }};
 }
 
 // ---- the build cache ----------------------------------------------------------------------
