@@ -32,6 +32,11 @@ from . import stats
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
+# A vendor phase counter among a run's metrics: "phase:nvrtc_nvvm_optimizer_ms".
+PHASE = "phase:"
+PHASE_PREFIXES = ("nvrtc_", "nvjitlink_")
+
+
 class GateInputError(Exception):
     """A run the gate cannot use: an executable that fails, JSON without the benchmark or a
     field, a time that is not a positive finite number. Never a verdict."""
@@ -102,7 +107,9 @@ def metrics_of(document, family, label="run"):
         raise GateInputError(f"{label}: {family.name}: {len(entries)} runs of {len(names)} benchmarks matched "
                              f"{family.benchmark}, not {family.repetitions} of 1: {sorted(map(str, names))[:5]}")
     per_run = [_entry_metrics(entry, family, label) for entry in entries]
-    return {metric: stats.median([run[metric] for run in per_run]) for metric in per_run[0]}
+    # A phase a repetition did not write is left out rather than medianed over fewer runs.
+    return {metric: stats.median([run[metric] for run in per_run]) for metric in per_run[0]
+            if all(metric in run for run in per_run)}
 
 
 def _entry_metrics(entry, family, label):
@@ -121,6 +128,12 @@ def _entry_metrics(entry, family, label):
         values["own"] = float(own)
     if "floor_ratio" in family.metrics:
         values["ratio"] = _positive(entry.get("ratio"), "ratio", family, label)
+    # Vendor phase times (bench/support/vendor_phases.*): never judged, shown beside a verdict
+    # so a slower compile or link names the phase that grew.
+    for key, value in entry.items():
+        if (key.startswith(PHASE_PREFIXES) and key.endswith("_ms") and isinstance(value, (int, float))
+                and not isinstance(value, bool) and math.isfinite(value) and value > 0):
+            values[PHASE + key] = float(value)
     return values
 
 
@@ -194,6 +207,18 @@ class FamilyResult:
     a_times: list
     b_times: list
     error: str = ""
+    phases: dict = field(default_factory=dict)  # vendor phase -> median of its per-round B / A
+
+
+def phase_ratios(rounds):
+    """{phase: median B / A} over the rounds (pairs of one arm's metrics each) in which both
+    arms wrote the phase."""
+    ratios = {}
+    for a, b in rounds:
+        for key in a:
+            if key.startswith(PHASE) and key in b:
+                ratios.setdefault(key[len(PHASE):], []).append(b[key] / a[key])
+    return {name: stats.median(values) for name, values in sorted(ratios.items())}
 
 
 def run_family(family, arm_a, arm_b, rule, measure_fn=measure, clock=time.monotonic, progress=None):
@@ -202,6 +227,7 @@ def run_family(family, arm_a, arm_b, rule, measure_fn=measure, clock=time.monoto
     metrics = [m for m in family.metrics]
     samples = {m: [] for m in metrics}
     a_times, b_times = [], []
+    measured_rounds = []
     start = clock()
     verdicts = [MetricVerdict(m, "undecided") for m in metrics]
     rounds = 0
@@ -214,6 +240,7 @@ def run_family(family, arm_a, arm_b, rule, measure_fn=measure, clock=time.monoto
                 samples[m].append(paired_value(m, a, b))
             a_times.append(a["time"])
             b_times.append(b["time"])
+            measured_rounds.append((a, b))
             rounds += 1
             verdicts = [judge(m, samples[m], rule) for m in metrics]
             if progress:
@@ -227,7 +254,8 @@ def run_family(family, arm_a, arm_b, rule, measure_fn=measure, clock=time.monoto
                             str(error))
     worst = ("slower" if any(v.verdict == "slower" for v in verdicts)
              else "undecided" if any(v.verdict == "undecided" for v in verdicts) else "not slower")
-    return FamilyResult(family.name, worst, rounds, clock() - start, verdicts, samples, a_times, b_times)
+    return FamilyResult(family.name, worst, rounds, clock() - start, verdicts, samples, a_times, b_times,
+                        phases=phase_ratios(measured_rounds))
 
 
 def passed(results):
@@ -246,6 +274,7 @@ def to_json(results, arm_a, arm_b, rule, extra=None):
             "metrics": [vars(m) for m in r.metrics],
             "samples": r.samples,
             "a_time_s": r.a_times, "b_time_s": r.b_times,
+            "phases_b_over_a": r.phases,
         } for r in results],
         **(extra or {}),
     }
@@ -272,4 +301,7 @@ def markdown(results, arm_a, arm_b, rule):
             name = {"time": "time B/A", "own": "own growth / A time", "floor_ratio": "ratio to floor B/A"}[m.metric]
             interval = f"[{_fmt(m.metric, m.low)}, {_fmt(m.metric, m.high)}]" if m.low is not None else "-"
             lines.append(f"{head} {name} ({m.verdict}) | {_fmt(m.metric, m.estimate)} | {interval} |")
+        if r.phases:
+            text = ", ".join(f"{name} {ratio:.3f}" for name, ratio in r.phases.items())
+            lines.append(f"| | | | vendor phases, median B/A (not judged) | {text} | |")
     return "\n".join(lines) + "\n"

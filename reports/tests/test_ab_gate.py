@@ -140,6 +140,46 @@ class ReadingTest(unittest.TestCase):
         self.assertAlmostEqual(ab_gate.metrics_of({"benchmarks": benchmarks}, FAMILY)["time"], 0.040)
 
 
+class PhaseTest(unittest.TestCase):
+    """Vendor phase counters ride along with the verdict, never decide it."""
+
+    def test_phase_counters_are_read_as_medians_and_a_missing_one_is_left_out(self):
+        rng = random.Random(7)
+        for _ in range(50):
+            optimizer = [rng.uniform(1, 100) for _ in range(3)]
+            drop = rng.randrange(4)  # 3: the link phase is in every repetition
+            benchmarks = []
+            for i, value in enumerate(optimizer):
+                counters = {"own_s": 0.0, "nvrtc_nvvm_optimizer_ms": value, "other_ms": 5.0, "nvrtc_flag": 1.0}
+                if i != drop:
+                    counters["nvjitlink_time_until_complete_ms"] = 2.0
+                benchmarks.append(entry(**counters))
+            values = ab_gate.metrics_of({"benchmarks": benchmarks}, FAMILY)
+            self.assertAlmostEqual(values["phase:nvrtc_nvvm_optimizer_ms"], sorted(optimizer)[1])
+            self.assertEqual("phase:nvjitlink_time_until_complete_ms" in values, drop == 3)
+            self.assertNotIn("phase:other_ms", values)
+            self.assertNotIn("phase:nvrtc_flag", values)
+
+    def test_a_grown_phase_is_named_beside_the_verdict_and_changes_nothing(self):
+        rng = random.Random(11)
+
+        def measure(arm, family):
+            base = 0.040 * math.exp(rng.gauss(0, 0.01))
+            phases = {"phase:nvrtc_cuda_c_frontend_ms": 10.0, "phase:nvrtc_nvvm_optimizer_ms": 20.0}
+            if arm.label == "B":
+                phases["phase:nvrtc_nvvm_optimizer_ms"] = 30.0
+            return {"time": base, "own": base * 0.01, **phases}
+
+        result = ab_gate.run_family(FAMILY, A, B, ab_gate.Rule(), measure, clock=FakeClock(0.1))
+        self.assertEqual(result.verdict, "not slower")
+        self.assertAlmostEqual(result.phases["nvrtc_nvvm_optimizer_ms"], 1.5)
+        self.assertAlmostEqual(result.phases["nvrtc_cuda_c_frontend_ms"], 1.0)
+        text = ab_gate.markdown([result], A, B, ab_gate.Rule())
+        self.assertIn("nvrtc_nvvm_optimizer_ms 1.500", text)
+        self.assertEqual(ab_gate.to_json([result], A, B, ab_gate.Rule())["families"][0]["phases_b_over_a"],
+                         result.phases)
+
+
 class FamiliesTest(unittest.TestCase):
     def test_groups_and_names(self):
         self.assertEqual([f.name for f in gate_families.select("ci")], list(gate_families.GROUPS["ci"]))
