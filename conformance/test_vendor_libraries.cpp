@@ -3,7 +3,12 @@
 // CUJIT_NVJITLINK_LIBRARY choose the files, and a file that is not the library asked for is
 // a typed error naming it. Each case runs vendor_library_child as a new process: what a
 // process maps, and the libraries it loads once, are its own.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <stdexcept>
 
 #include <filesystem>
 #include <map>
@@ -133,6 +138,53 @@ TEST(VendorLibraries, TheBuiltinsTheLoaderPicksAreNamed) {
   EXPECT_NE(moved["nvrtc-identity"], plain["nvrtc-identity"]);
   const ChildAnswer built = run_child({"kernel", "off"}, {"LD_LIBRARY_PATH=" + dir.path().string()});
   EXPECT_EQ(built.exit_code, 0) << built.output;
+}
+
+// Keys name libraries by content (cache/library_content.hpp): the same NVRTC and nvJitLink
+// bytes copied to two other directories, one copy touched, give disk hits for builds the
+// other copy made; a copy with one byte changed does not.
+TEST(VendorLibraries, CopiesOfTheSameLibrariesShareBuildsAndAChangedCopyDoesNot) {
+  test::TempDir dir;
+  const std::string cache = (dir.path() / "cache").string();
+  const auto copy_of = [&](const std::string& name, bool change_a_byte) -> fs::path {
+    const fs::path place = dir.path() / name;
+    fs::create_directories(place);
+    for (const Library& library : libraries()) {
+      const fs::path copy = place / fs::path(library.real).filename();
+      fs::copy_file(library.real, copy);
+      if (change_a_byte) {
+        // The last byte (in the section header table's last entry, which the loader never
+        // reads): the library still loads, and its content differs.
+        std::FILE* file = std::fopen(copy.c_str(), "r+b");
+        if (file == nullptr) throw std::runtime_error("cannot open " + copy.string());
+        std::fseek(file, -1, SEEK_END);
+        const int last = std::fgetc(file);
+        std::fseek(file, -1, SEEK_END);
+        std::fputc(last ^ 1, file);
+        std::fclose(file);
+      }
+    }
+    return place;
+  };
+  const auto chosen = [](const fs::path& place) {
+    std::vector<std::string> environment;
+    for (const Library& library : libraries()) {
+      environment.push_back(library.chosen(place / fs::path(library.real).filename()));
+    }
+    return environment;
+  };
+  const fs::path first = copy_of("first", false), second = copy_of("second", false);
+  ::utimensat(AT_FDCWD, (second / fs::path(real_nvrtc).filename()).c_str(), nullptr, 0);
+  const ChildAnswer built = run_child({"kernel", cache}, chosen(first));
+  ASSERT_EQ(built.exit_code, 0) << built.output;
+  EXPECT_EQ(built["source"], "built");
+  const ChildAnswer shared = run_child({"kernel", cache}, chosen(second));
+  ASSERT_EQ(shared.exit_code, 0) << shared.output;
+  EXPECT_EQ(shared["source"], "disk") << "the same bytes at another path, touched, share the build";
+  const fs::path changed = copy_of("changed", true);
+  const ChildAnswer rebuilt = run_child({"kernel", cache}, chosen(changed));
+  ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.output;
+  EXPECT_EQ(rebuilt["source"], "built") << "other library bytes never share a build";
 }
 
 TEST(VendorLibraries, TheChosenLibraryIsTheOneLoadedAndNamed) {

@@ -15,6 +15,7 @@
 #include "cujit/cache_key.hpp"
 #include "cujit/error.hpp"
 #include "support/library_identity.hpp"
+#include "cache/library_content.hpp"
 
 namespace cujit::detail {
 namespace {
@@ -39,7 +40,7 @@ std::string toolkit_identity() {
   static const std::string identity = [] {
     const char* chosen = std::getenv("CUJIT_NVRTC_LIBRARY");
     const std::string library = chosen != nullptr && *chosen == '/' ? chosen : CUJIT_NVRTC_DEFAULT_LIBRARY;
-    return sha256_hex(file_identity(library)).substr(0, 16);
+    return sha256_hex(content_identity(file_identity(library))).substr(0, 16);
   }();
   return identity;
 }

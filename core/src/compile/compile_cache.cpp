@@ -9,6 +9,7 @@
 #include "cujit/error.hpp"
 #include "support/planted_slowdown.hpp"
 #include "support/record.hpp"
+#include "cache/library_content.hpp"
 
 namespace cujit {
 namespace {
@@ -56,7 +57,7 @@ std::optional<CachedCompile> stored_result(const Program& program, const Compile
 
 CacheKey recipe_key(const Program& program, const CompileOptions& options, const detail::HermeticInputs& inputs) {
   CacheKey key("nvrtc-compile");
-  key.add("nvrtc", nvrtc_identity());
+  key.add("nvrtc", detail::content_identity(nvrtc_identity()));
   key.add("name", program.name());
   key.add("target", to_string(options.target));
   // What NVRTC is given, verbatim and in order: an option NVRTC rejects is never keyed

@@ -23,6 +23,7 @@
 #include "support/record.hpp"
 #include "support/planted_slowdown.hpp"
 #include "support/trace_range.hpp"
+#include "cache/library_content.hpp"
 
 namespace cujit {
 namespace {
@@ -400,7 +401,8 @@ CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& op
   const std::vector<const LinkableCode*> unique = distinct_inputs(inputs, nullptr);
   CacheKey key("link");
   key.add("backend", to_string(backend));
-  key.add("linker", backend == LinkerBackend::driver ? detail::driver_identity() : nvjitlink_identity());
+  key.add("linker", detail::content_identity(backend == LinkerBackend::driver ? detail::driver_identity()
+                                                                             : nvjitlink_identity()));
   key.add("arch", linked_arch(options, unique).sm());
   key.add("lto", options.lto && std::any_of(unique.begin(), unique.end(), [](const auto* c) {
                    return carries_ltoir(c->format(), c->bytes());
