@@ -144,8 +144,23 @@ bool trusted(const struct stat& info) {
 
 // The store directory when it is a real directory of this user's that no one else can
 // write, created (with its parents, mode 0700) when missing; nullopt otherwise.
+std::optional<std::string> checked_store(const std::optional<std::string>& directory);
+
+// Checked once per directory and process (the caller holds content_digest's lock): the
+// first key of a new process reads several library digests.
 std::optional<std::string> trusted_store() {
+  static std::map<std::string, bool, std::less<>> verdicts;
   const std::optional<std::string> directory = store_directory();
+  if (!directory) return std::nullopt;
+  if (const auto found = verdicts.find(*directory); found != verdicts.end()) {
+    return found->second ? directory : std::nullopt;
+  }
+  const bool ok = checked_store(directory).has_value();
+  verdicts.emplace(*directory, ok);
+  return ok ? directory : std::nullopt;
+}
+
+std::optional<std::string> checked_store(const std::optional<std::string>& directory) {
   if (!directory || directory->front() != '/') return std::nullopt;
   struct stat info {};
   if (::lstat(directory->c_str(), &info) != 0) {
