@@ -18,6 +18,7 @@
 #include "support/cache_helpers.hpp"
 #include "cujit/linker.hpp"
 #include "support/fixtures.hpp"
+#include "support/scoped_variable.hpp"
 
 namespace cujit {
 namespace {
@@ -61,27 +62,7 @@ std::set<std::string> open_descriptors() {
   return fds;
 }
 
-// Sets an environment variable for one test and restores it after.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) previous_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedVariable() {
-    if (previous_) {
-      ::setenv(name_, previous_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedVariable(const ScopedVariable&) = delete;
-  ScopedVariable& operator=(const ScopedVariable&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> previous_;
-};
+using ::cujit::test::ScopedVariable;
 
 TEST(CompileWorkerProtocol, ARequestDecodesToWhatWasEncoded) {
   const CompileOptions options = options_with_everything(CompileTarget::ltoir);

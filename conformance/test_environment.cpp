@@ -12,29 +12,13 @@
 #include "cujit/linker.hpp"
 #include "cujit/nrt.hpp"
 #include "support/fixtures.hpp"
+#include "support/scoped_variable.hpp"
 
 namespace cujit {
 namespace {
 
 // Sets a variable for one test and restores it.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const char* value) : name_(name) {
-    if (const char* old = ::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedVariable() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ::cujit::test::ScopedVariable;
 
 constexpr const char* variable = "CUJIT_TEST_VARIABLE";
 

@@ -22,18 +22,14 @@
 #include "cujit/cache_key.hpp"
 #include "support/child_process.hpp"
 #include "support/fixtures.hpp"
+#include "support/scoped_variable.hpp"
+#include "support/file_description.hpp"
 
 namespace cujit {
 namespace {
 namespace fs = std::filesystem;
 
-std::string description(const fs::path& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return "unknown:stat failed for " + path.string();
-  const auto ns = [](const timespec& t) { return std::to_string(static_cast<long long>(t.tv_sec) * 1000000000LL + t.tv_nsec); };
-  return "path=" + path.string() + ";size=" + std::to_string(info.st_size) + ";mtime=" + ns(info.st_mtim) +
-         ";ctime=" + ns(info.st_ctim) + ";device=" + std::to_string(info.st_dev) + ";inode=" + std::to_string(info.st_ino);
-}
+std::string description(const fs::path& path) { return test::stat_description(path); }
 
 std::string bytes_of(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -53,29 +49,9 @@ std::string expected_content(const fs::path& path) {
          path.filename().string();
 }
 
-// Sets an environment variable for the test's scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 TEST(LibraryContent, DigestsAreOfTheBytesWhateverTheFilesHistory) {
   test::TempDir dir;
-  const ScopedEnv store("CUJIT_LIBRARY_DIGESTS", (dir.path() / "store").string());
+  const test::ScopedVariable store("CUJIT_LIBRARY_DIGESTS", (dir.path() / "store").string());
   // A new history each run (the seed is printed; CUJIT_LIBRARY_CONTENT_SEED replays one).
   const char* chosen = std::getenv("CUJIT_LIBRARY_CONTENT_SEED");
   const unsigned seed = chosen != nullptr ? static_cast<unsigned>(std::strtoul(chosen, nullptr, 10)) : std::random_device{}();

@@ -18,6 +18,7 @@
 #include "support/fixtures.hpp"
 #include "support/library_identity.hpp"
 #include "support/vendor_library.hpp"
+#include "support/file_description.hpp"
 
 namespace cujit {
 namespace {
@@ -26,13 +27,7 @@ namespace fs = std::filesystem;
 
 // ---- the format as keys have always written it, computed the plain way -------------------
 
-std::string reference_description(const fs::path& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return "unknown:stat failed for " + path.string();
-  const auto ns = [](const timespec& t) { return std::to_string(static_cast<long long>(t.tv_sec) * 1000000000LL + t.tv_nsec); };
-  return "path=" + path.string() + ";size=" + std::to_string(info.st_size) + ";mtime=" + ns(info.st_mtim) +
-         ";ctime=" + ns(info.st_ctim) + ";device=" + std::to_string(info.st_dev) + ";inode=" + std::to_string(info.st_ino);
-}
+std::string reference_description(const fs::path& path) { return test::stat_description(path); }
 
 // The directories the loader searches for a bare name, found the plain way: LD_LIBRARY_PATH,
 // then what `ldconfig -p` says its cache maps `prefix` names to.

@@ -19,6 +19,7 @@
 #include "cujit/error.hpp"
 #include "support/spawner.hpp"
 #include "support/fixtures.hpp"
+#include "support/scoped_variable.hpp"
 
 namespace cujit {
 namespace {
@@ -54,27 +55,7 @@ std::string problem_text(const std::optional<detail::ExecutableRefusal>& refused
   return refused ? std::string(detail::to_string(refused->problem)) + ": " + refused->message() : "accepted";
 }
 
-// Sets an environment variable for one test and restores it after.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) previous_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedVariable() {
-    if (previous_) {
-      ::setenv(name_, previous_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedVariable(const ScopedVariable&) = delete;
-  ScopedVariable& operator=(const ScopedVariable&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> previous_;
-};
+using ::cujit::test::ScopedVariable;
 
 TEST(ExecutableCheck, EveryModeOfAnOwnedFile) {
   const PrivateDir dir;

@@ -8,6 +8,8 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
 
+#include "cache/lower_hex.hpp"
+
 namespace cujit {
 
 std::string sha256_hex(std::string_view bytes) {
@@ -17,13 +19,7 @@ std::string sha256_hex(std::string_view bytes) {
   SHA256_Init(&context);
   SHA256_Update(&context, bytes.data(), bytes.size());
   SHA256_Final(digest, &context);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out(2 * SHA256_DIGEST_LENGTH, '0');
-  for (std::size_t i = 0; i < SHA256_DIGEST_LENGTH; ++i) {
-    out[2 * i] = hex[digest[i] >> 4];
-    out[2 * i + 1] = hex[digest[i] & 15];
-  }
-  return out;
+  return detail::lower_hex(digest, sizeof digest);
 }
 
 CacheKey::CacheKey(std::string_view kind) : kind_(kind) {

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/lower_hex.hpp"
 #include "cujit/cache_key.hpp"
 #include "support/unique_fd.hpp"
 
@@ -84,16 +85,6 @@ bool matches(const Stamp& stamp, const struct stat& info) {
          stamp.inode == std::to_string(info.st_ino);
 }
 
-std::string hex(const unsigned char* bytes, std::size_t size) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out(2 * size, '0');
-  for (std::size_t i = 0; i < size; ++i) {
-    out[2 * i] = digits[bytes[i] >> 4];
-    out[2 * i + 1] = digits[bytes[i] & 15];
-  }
-  return out;
-}
-
 // The digest of the file the stamp describes, read through one descriptor whose status must
 // match the stamp before and after the read; nullopt when it does not (the file changed).
 std::optional<std::string> hash_file(const Stamp& stamp, struct stat& info) {
@@ -114,7 +105,7 @@ std::optional<std::string> hash_file(const Stamp& stamp, struct stat& info) {
   SHA256_Final(digest, &context);
   struct stat after {};
   if (::fstat(fd.get(), &after) != 0 || !matches(stamp, after)) return std::nullopt;
-  return hex(digest, sizeof digest);
+  return lower_hex(digest, sizeof digest);
 }
 
 // ---- the store ------------------------------------------------------------------------------
