@@ -34,7 +34,10 @@ struct ConformanceOptions {
 int conformance(const ConformanceOptions& options, nlohmann::json* summary = nullptr);
 
 // Merges the results of `cujit conformance --shard` runs into one JUnit file and one
-// verdict; exit 1 for a failed test or a shard missing, duplicated, unfinished or crashed.
+// verdict; exit 1 for a failed test, a shard missing, duplicated, unfinished, crashed or
+// failed by its own verdict, or shards whose tests together are not the unsharded
+// selection; exit 2 (ShardsOfDifferentRuns) for shards of different runs, and for an
+// empty selection.
 struct MergeOptions {
   std::vector<std::string> shard_dirs;
   std::filesystem::path out;

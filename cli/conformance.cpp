@@ -45,9 +45,12 @@ struct AreaResult {
   std::string crashed;  // how the executable died without its report (then one failure more)
   std::map<std::string, int> skip_reasons;
   std::vector<std::string> failures;
+  std::vector<std::string> selected;  // the unsharded selection's tests, as the listing gives them
+  std::vector<std::string> ran;       // "Suite.Test" of each test this run reported
 };
 
 void count(AreaResult& area, const TestCase& test) {
+  area.ran.push_back(test.suite + "." + test.name);
   switch (test.result) {
     case Result::passed: ++area.passed; break;
     case Result::skipped:
@@ -125,13 +128,54 @@ std::vector<std::string> with_filter(const Area& area, std::vector<std::string> 
   return args;
 }
 
-// One process for the whole executable, its output into the log.
-AreaResult run_whole(const Area& area) {
+// The area's whole selection: every test --filter selects, unsharded, in Google Test's
+// order (the order its sharding counts in), listed by the suite itself into `reports`.
+// Nullopt with `why` when the suite cannot list its tests.
+std::optional<std::vector<std::string>> list_selection(const Area& area, const fs::path& reports, OutputFile& log,
+                                                       std::string& why) {
+  make_output_dir(reports, "conformance: --out");
+  const fs::path listing = reports / "tests.json";
+  std::error_code ignored;
+  fs::remove(listing, ignored);  // an earlier run's listing must not pass for this one's
+  Tail listing_tail;
+  const ChildExit listed = run_child(
+      suite_child(area, with_filter(area, {"--gtest_list_tests", "--gtest_output=json:" + listing.string()}),
+                  GtestSharding::none),
+      [&](Stream, std::string_view text) { log_output(log, listing_tail, text); });
+  std::string why_listing;
+  const auto listing_text = read_input_file(listing, why_listing);
+  if (!listed.exited() || listed.exit_code != 0 || !listing_text) {
+    why = "listing its tests: " + (listing_text ? describe(listed) : listing.string() + " " + why_listing);
+    return std::nullopt;
+  }
+  return parse_gtest_listing(*listing_text, listing.string());
+}
+
+// A suite that could not list its tests: one failure naming why; it runs nothing.
+AreaResult listing_failed(const Area& area, const std::string& why) {
   AreaResult result;
+  std::cerr << "cujit conformance: " << area.name << " " << printable(why) << ", see " << shown(area.log.string()) << "\n";
+  ++result.failed;
+  result.crashed = why;
+  result.failures.push_back("(" + why + ": see " + area.log.string() + ")");
+  return result;
+}
+
+// One process for the whole executable, its output into the log; the selection is listed
+// first, for the shard's record.
+AreaResult run_whole(const Area& area) {
   std::error_code ignored;
   fs::remove(area.xml, ignored);  // an earlier run's report must not pass for this one's
   fs::remove(area.report(), ignored);
   OutputFile log(area.log);
+  std::string why_unlisted;
+  const auto selection = list_selection(area, area.out / "listing" / area.name, log, why_unlisted);
+  if (!selection) {
+    log.finish();
+    return listing_failed(area, why_unlisted);
+  }
+  AreaResult result;
+  result.selected = *selection;
   Tail tail;
   const Heartbeat heartbeat(area.name);
   ChildSpec child = suite_child(area, with_filter(area, {"--gtest_output=json:" + area.report().string()}),
@@ -167,34 +211,22 @@ AreaResult run_whole(const Area& area) {
 // still count. The area's JUnit XML is merged from the per-test reports. A shard takes
 // every N-th listed test from its index on: the tests Google Test's own sharding gives it.
 AreaResult run_isolated(const Area& area) {
-  AreaResult result;
   std::error_code ignored;
   fs::remove(area.xml, ignored);  // an earlier run's report must not pass for this one's
   OutputFile log(area.log);
   const fs::path reports = area.out / "isolated" / area.name;
-  make_output_dir(reports, "conformance: --out");
-  const fs::path listing = reports / "tests.json";
-  fs::remove(listing, ignored);
-  Tail listing_tail;
-  const ChildExit listed = run_child(
-      suite_child(area, with_filter(area, {"--gtest_list_tests", "--gtest_output=json:" + listing.string()}),
-                  GtestSharding::none),
-      [&](Stream, std::string_view text) { log_output(log, listing_tail, text); });
-  std::string why_listing;
-  const auto listing_text = read_input_file(listing, why_listing);
-  if (!listed.exited() || listed.exit_code != 0 || !listing_text) {
+  std::string why_unlisted;
+  const auto selection = list_selection(area, reports, log, why_unlisted);
+  if (!selection) {
     log.finish();
-    const std::string why = "listing its tests: " + (listing_text ? describe(listed) : listing.string() + " " + why_listing);
-    std::cerr << "cujit conformance: " << area.name << " " << printable(why) << ", see " << shown(area.log.string()) << "\n";
-    ++result.failed;
-    result.crashed = why;
-    result.failures.push_back("(" + why + ": see " + area.log.string() + ")");
-    return result;
+    return listing_failed(area, why_unlisted);
   }
+  AreaResult result;
+  result.selected = *selection;
   std::vector<TestCase> cases;
   const Heartbeat heartbeat(area.name);
   int index = 0;
-  for (const std::string& name : parse_gtest_listing(*listing_text, listing.string())) {
+  for (const std::string& name : *selection) {
     const int listed_index = index++;
     if (listed_index % area.shard.total != area.shard.index) continue;
     const fs::path report = reports / (std::to_string(listed_index) + ".json");
@@ -230,7 +262,7 @@ AreaResult run_isolated(const Area& area) {
 }
 
 AreaRecord area_record(const std::string& name, const AreaResult& result) {
-  return AreaRecord{name, result.passed, result.failed, result.skipped, result.crashed};
+  return AreaRecord{name, result.passed, result.failed, result.skipped, result.crashed, result.selected, result.ran};
 }
 
 // Written before the first suite runs and again after the last, through a temporary file
@@ -342,6 +374,11 @@ int conformance(const ConformanceOptions& options, nlohmann::json* summary) {
   ShardRecord record;
   record.shard = shard;
   record.areas_requested = areas;
+  // What makes the shards of one run comparable (`cujit merge` refuses shards that differ).
+  record.run.filter = options.filter;
+  record.run.require_gpu = options.require_gpu;
+  record.run.source_digest = source_digest_from_environment();
+  for (const AreaSuite& suite : suites) record.run.suites[suite.name] = suite_digest(suite.name, suite.executable.string());
   for (const DeviceInfo& device : devices) record.devices.push_back(device.str());
   write_shard_record(options.out, record);
   progress() << "cujit conformance: shard " << shard.str() << "; "
@@ -367,10 +404,9 @@ int conformance(const ConformanceOptions& options, nlohmann::json* summary) {
     results[name] = options.isolate ? run_isolated(area) : run_whole(area);
     record.areas.push_back(area_record(name, results[name]));
   }
-  record.finished = true;
-  write_shard_record(options.out, record);
 
   int passed = 0, failed = 0, skipped = 0;
+  std::size_t selected = 0;
   bool crashed = false;
   std::map<std::string, int> reasons;
   nlohmann::json each = nlohmann::json::array();
@@ -379,6 +415,7 @@ int conformance(const ConformanceOptions& options, nlohmann::json* summary) {
     failed += r.failed;
     skipped += r.skipped;
     crashed = crashed || !r.crashed.empty();
+    selected += r.selected.size();
     for (const auto& [why, n] : r.skip_reasons) reasons[why] += n;
     each.push_back({{"name", area},
                     {"passed", r.passed},
@@ -391,8 +428,14 @@ int conformance(const ConformanceOptions& options, nlohmann::json* summary) {
                     {"log", (options.out / ("conformance_" + area + ".log")).string()}});
   }
   // A selection that runs nothing is a mistake in the selection (a misspelt --filter), not
-  // a pass. A shard may be empty: its siblings ran the tests (`cujit merge` checks them).
-  if (passed + failed + skipped == 0 && !crashed && shard.total == 1) {
+  // a pass; the same for every shard of it, since each lists the whole selection. A shard
+  // may still run nothing of a selection that is not empty: its siblings ran the tests
+  // (`cujit merge` checks that together they ran each exactly once).
+  const bool nothing_selected = selected == 0 && passed + failed + skipped == 0 && !crashed;
+  record.finished = true;
+  record.verdict = failed > 0 || nothing_selected ? verdict_fail : verdict_pass;
+  write_shard_record(options.out, record);
+  if (nothing_selected) {
     std::cerr << "cujit conformance: no test matches "
               << (options.filter.empty() ? std::string("in the areas given") : "--filter " + shown(options.filter))
               << " (areas:";

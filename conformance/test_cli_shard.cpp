@@ -119,6 +119,96 @@ TEST_F(CliShard, CrashedExecutableIsNamedInTheRecord) {
   EXPECT_GE(record.failed(), 1);
 }
 
+// What `cujit merge` relies on, and its generated tests write as a shard's directory: the
+// record names the run (filter, require-gpu, source digest from CUJIT_SOURCE_DIGEST, the
+// suites' digest, the same in every shard of one build), each area's whole unsharded
+// selection (what the unsharded run runs), the tests the shard ran (its JUnit XML's), and
+// its verdict. Over 1 and 3 shards and filters selecting all, some and one test (each run
+// costs half a second: the pairs are the class, more would only slow the CPU suite).
+TEST_F(CliShard, RecordNamesTheRunTheWholeSelectionAndWhatTheShardRan) {
+  for (const std::string filter : {"", "FakeSuite.*-FakeSuite.Skips", "*Crashes"}) {
+    SCOPED_TRACE("filter '" + filter + "'");
+    auto run_shard = [&](const fs::path& out, const std::string& shard, const std::string& digest) {
+      test::cli::Spec spec;
+      spec.args = {"conformance", "--out", out.string(), "--area", "format", "--area", "nrt"};
+      if (!shard.empty()) spec.args.insert(spec.args.end(), {"--shard", shard});
+      if (!filter.empty()) spec.args.insert(spec.args.end(), {"--filter", filter});
+      spec.env = {{"CUJIT_BUILD_DIR", build_.string()}, {"CUJIT_SOURCE_DIGEST", digest}};
+      spec.unset = {"CUJIT_FAKE_CRASH", "GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX"};
+      return test::cli::run_cujit(spec);
+    };
+    const fs::path whole = dir_.path() / ("whole" + std::to_string(filter.size()));
+    ASSERT_EQ(run_shard(whole, "", "0123456789abcdef").exit_code, 0);
+    const cli::ShardRecord unsharded = record_of(whole);
+    const std::multiset<std::string> every = tests_run(whole, areas_);
+    for (const int total : {1, 3}) {
+      std::multiset<std::string> union_of_shards;
+      std::set<std::string> digests;
+      for (int index = 0; index < total; ++index) {
+        const std::string shard = std::to_string(index) + "/" + std::to_string(total);
+        SCOPED_TRACE("shard " + shard);
+        const fs::path out = dir_.path() / ("f" + std::to_string(filter.size()) + "_" + std::to_string(index) + "of" +
+                                            std::to_string(total));
+        // An odd shard's digest is not one: recorded as unknown, as the reports do.
+        const bool odd = index % 2 == 1;
+        ASSERT_EQ(run_shard(out, shard, odd ? "not-a-digest" : "0123456789abcdef").exit_code, 0);
+        const cli::ShardRecord record = record_of(out);
+        EXPECT_EQ(record.verdict, "pass");
+        EXPECT_EQ(record.run.filter, filter);
+        EXPECT_FALSE(record.run.require_gpu);
+        EXPECT_EQ(record.run.source_digest, odd ? "unknown" : "0123456789abcdef");
+        ASSERT_EQ(record.run.suites.size(), 2u);
+        for (const auto& [area, digest] : record.run.suites) {
+          EXPECT_EQ(digest.size(), 16u);
+          digests.insert(digest);
+        }
+        ASSERT_EQ(record.areas.size(), unsharded.areas.size());
+        for (std::size_t a = 0; a < record.areas.size(); ++a) {
+          EXPECT_EQ(record.areas[a].selected, unsharded.areas[a].selected) << record.areas[a].name;
+          std::multiset<std::string> in_junit;
+          for (const cli::TestCase& test : cli::read_junit(out / "junit" / (record.areas[a].name + ".xml"))) {
+            in_junit.insert(test.suite + "." + test.name);
+          }
+          EXPECT_EQ(std::multiset<std::string>(record.areas[a].ran.begin(), record.areas[a].ran.end()), in_junit);
+          for (const std::string& test : record.areas[a].ran) union_of_shards.insert(record.areas[a].name + ":" + test);
+        }
+      }
+      // Both areas' suites are the one fake tool: one digest of one build.
+      EXPECT_EQ(digests.size(), 1u) << "one build, one digest";
+      std::multiset<std::string> selected;
+      for (const cli::AreaRecord& area : unsharded.areas) {
+        for (const std::string& test : area.selected) selected.insert(area.name + ":" + test);
+      }
+      EXPECT_EQ(union_of_shards, selected) << total << " shards";
+      EXPECT_EQ(selected, every) << "the selection is what the unsharded run ran";
+    }
+  }
+}
+
+// A filter that selects nothing is a misspelt one in every shard, as in the unsharded run:
+// exit 2, and a finished record whose verdict is fail with an empty selection.
+TEST_F(CliShard, EmptySelectionIsExit2InEveryShard) {
+  for (int total = 1; total <= 3; ++total) {
+    for (int index = 0; index < total; ++index) {
+      const std::string shard = std::to_string(index) + "/" + std::to_string(total);
+      SCOPED_TRACE(shard);
+      const fs::path out = dir_.path() / ("empty" + std::to_string(index) + "of" + std::to_string(total));
+      test::cli::Spec spec;
+      spec.args = {"conformance", "--out", out.string(), "--shard", shard, "--filter", "FakeSuite.Pases", "--area", "format"};
+      spec.env = {{"CUJIT_BUILD_DIR", build_.string()}};
+      spec.unset = {"CUJIT_FAKE_CRASH", "GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX"};
+      const auto run = test::cli::run_cujit(spec);
+      EXPECT_EQ(run.exit_code, 2) << run.all();
+      EXPECT_NE(run.err.find("no test matches --filter"), std::string::npos) << run.all();
+      const cli::ShardRecord record = record_of(out);
+      EXPECT_TRUE(record.finished);
+      EXPECT_EQ(record.verdict, "fail");
+      ASSERT_EQ(record.areas.size(), 1u);
+      EXPECT_TRUE(record.areas[0].selected.empty());
+    }
+  }
+}
+
 TEST_F(CliShard, MalformedShardIsExit2NamingTheOption) {
   for (const std::string shard : {"2/2", "1", "x/2", "1/0", "0/10001", "1/2/3", "0x1/2"}) {
     SCOPED_TRACE(shard);
@@ -146,12 +236,22 @@ TEST(ShardRecord, ReadsBackWhatItWrote) {
   cli::ShardRecord record;
   record.shard = {2, 5};
   record.finished = true;
+  record.verdict = cli::verdict_fail;
+  record.run = {"A.*-A.B", true, "0123456789abcdef", {{"format", "fedcba9876543210"}, {"cli", "0000000000000001"}}};
   record.areas_requested = {"format", "cli"};
   record.devices = {"NVIDIA H100 (sm_90)"};
-  record.areas = {{"format", 3, 1, 2, ""}, {"cli", 0, 1, 0, "crashed: SIGSEGV in A.B"}};
+  record.areas = {{"format", 3, 1, 2, "", {"A.A", "A.B", "P/Q.R/0"}, {"A.B"}},
+                  {"cli", 0, 1, 0, "crashed: SIGSEGV in A.B", {}, {}}};
   const cli::ShardRecord read = cli::parse_shard_record(cli::to_json(record), "here");
   EXPECT_EQ(read.shard.str(), "2/5");
   EXPECT_TRUE(read.finished);
+  EXPECT_EQ(read.verdict, "fail");
+  EXPECT_EQ(read.run.filter, "A.*-A.B");
+  EXPECT_TRUE(read.run.require_gpu);
+  EXPECT_EQ(read.run.source_digest, "0123456789abcdef");
+  EXPECT_EQ(read.run.suites, record.run.suites);
+  EXPECT_EQ(read.areas[0].selected, record.areas[0].selected);
+  EXPECT_EQ(read.areas[0].ran, record.areas[0].ran);
   EXPECT_EQ(read.areas_requested, record.areas_requested);
   EXPECT_EQ(read.devices, record.devices);
   ASSERT_EQ(read.areas.size(), 2u);
@@ -163,13 +263,24 @@ TEST(ShardRecord, ReadsBackWhatItWrote) {
 
 TEST(ShardRecord, RejectsRecordsThatCouldMisleadTheMerge) {
   cli::ShardRecord good;
+  good.finished = true;
+  good.verdict = cli::verdict_pass;
   good.areas_requested = {"format"};
-  good.areas = {{"format", 1, 0, 0, ""}};
+  good.areas = {{"format", 1, 0, 0, "", {"A.B"}, {"A.B"}}};
   const nlohmann::json valid = nlohmann::json::parse(cli::to_json(good));
   const std::vector<std::pair<std::string, nlohmann::json>> damaged{
       {"index beyond total", [&] { auto j = valid; j["shard"]["index"] = 1; return j; }()},
       {"no total", [&] { auto j = valid; j["shard"].erase("total"); return j; }()},
-      {"other schema", [&] { auto j = valid; j["schema"] = 2; return j; }()},
+      {"schema 1 (no run, verdict or selection)", [&] { auto j = valid; j["schema"] = 1; return j; }()},
+      {"other schema", [&] { auto j = valid; j["schema"] = 3; return j; }()},
+      {"no verdict", [&] { auto j = valid; j.erase("verdict"); return j; }()},
+      {"finished and unfinished", [&] { auto j = valid; j["verdict"] = "unfinished"; return j; }()},
+      {"unfinished and passed", [&] { auto j = valid; j["finished"] = false; return j; }()},
+      {"verdict of another word", [&] { auto j = valid; j["verdict"] = "ok"; return j; }()},
+      {"no filter", [&] { auto j = valid; j["run"].erase("filter"); return j; }()},
+      {"no suites", [&] { auto j = valid; j["run"].erase("suites"); return j; }()},
+      {"no selection", [&] { auto j = valid; j["areas"][0].erase("selected"); return j; }()},
+      {"no tests ran", [&] { auto j = valid; j["areas"][0].erase("ran"); return j; }()},
       {"area naming a path", [&] { auto j = valid; j["areas"][0]["name"] = "../etc"; return j; }()},
       {"negative count", [&] { auto j = valid; j["areas"][0]["failed"] = -1; return j; }()},
       {"finished as text", [&] { auto j = valid; j["finished"] = "yes"; return j; }()},
