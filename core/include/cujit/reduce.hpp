@@ -99,6 +99,21 @@ struct BuildConfig {
   bool precompiled_header = false;
 };
 
+/// A user-defined value type (cuda.parallel's cccl_type_info): `size` bytes aligned to
+/// `alignment`, named `name` in the generated source and in a CUDA C++ operator. With a
+/// `definition` (C++ defining `name`, e.g. "struct pair { float value; int index; };") the
+/// type is that definition, prepended to both the kernels' and the operator's source, and
+/// checked there against size and alignment (Error(compile) naming both); without one it is
+/// opaque storage, `struct alignas(alignment) name { unsigned char bytes[size]; }`. Only a
+/// CUDA C++ operator can take it (a built-in, a C-ABI device function or a foreign operator
+/// is Error(usage): their signatures name scalar types).
+struct UserType {
+  std::string name;        ///< an identifier, not cujit_*
+  std::size_t size = 0;    ///< sizeof, at least 1
+  std::size_t alignment = 1;  ///< alignof, a power of two up to 256
+  std::string definition;  ///< C++ defining `name`; empty: opaque storage
+};
+
 /// What a reduce build is specialised on.
 struct ReduceSpec {
   Type input = Type::parse("int32");        ///< the items' type
@@ -108,6 +123,9 @@ struct ReduceSpec {
   Arch arch;                                ///< the target architecture
   BuildConfig config;                       ///< compile settings
   Backend backend = Backend::handwritten;   ///< which kernels
+  /// A user-defined value type: when set it is the input, output and accumulator type
+  /// (input, output and accumulator above are ignored), and init is its bytes.
+  std::optional<UserType> user_type;
 };
 
 /// A built reduction: its cubin, kernels and shape. With n <= single_pass_limit one block

@@ -13,11 +13,12 @@
 
 namespace cujit::reduce::cub_backend {
 
-/// The generated source and its compile options: `types_and_operator` (the type aliases
+/// The generated source and its compile options: `value_types` (for its comment),
+/// `types_and_operator` (the type aliases
 /// cujit_in_t, cujit_out_t, cujit_acc_t and the operator symbol's declaration or definition)
 /// and `op_symbol`, with CUB's kernels named as name expressions.
-KernelCompile kernel_compile(const ReduceSpec& spec, const std::string& types_and_operator,
-                             const std::string& op_symbol);
+KernelCompile kernel_compile(const ReduceSpec& spec, const std::string& value_types,
+                             const std::string& types_and_operator, const std::string& op_symbol);
 
 /// Fills the kernels' names and shape of `build` from the compile's lowered names (CUB's
 /// policy for the architecture is read from the compile, so host and kernels agree);
