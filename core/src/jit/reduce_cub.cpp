@@ -1,7 +1,6 @@
 #include "jit/reduce_cub.hpp"
 
 #include <algorithm>
-#include <regex>
 
 #include "cujit/error.hpp"
 #include "cujit/toolkit.hpp"
@@ -155,9 +154,12 @@ void set_shape(ReduceBuild& build, const CompileResult& compiled, const std::str
   build.final_kernel = name_of(final_expression);
   const std::string shape = name_of(shape_expression);
   std::vector<std::uint64_t> values;
-  static const std::regex integer("Li([0-9]+)E");
-  for (auto it = std::sregex_iterator(shape.begin(), shape.end(), integer); it != std::sregex_iterator(); ++it) {
-    values.push_back(std::stoull((*it)[1].str()));
+  // Each template argument is mangled as Li<digits>E.
+  for (std::size_t at = shape.find("Li"); at != std::string::npos; at = shape.find("Li", at + 2)) {
+    std::size_t end = at + 2;
+    while (end < shape.size() && shape[end] >= '0' && shape[end] <= '9' && end - at < 12) ++end;
+    if (end == at + 2 || end >= shape.size() || shape[end] != 'E') continue;
+    values.push_back(std::stoull(shape.substr(at + 2, end - at - 2)));
   }
   if (values.size() != 5 || std::find(values.begin(), values.end(), 0) != values.end()) {
     throw Error(ErrorKind::compile, component,
