@@ -117,8 +117,8 @@ TEST(ReduceCubBuild, TheKeyAndTheMemoTellTheBackendsApart) {
   EXPECT_EQ(disk.single_pass_limit, 4096u);
 }
 
-// Every operator form links with CUB's kernels: a C-ABI device function, CUDA C++, foreign
-// LTO-IR and foreign PTX (numba-cuda's min_i32).
+// Every operator form links with either backend's kernels: a C-ABI device function, CUDA
+// C++, foreign LTO-IR and foreign PTX (numba-cuda's min_i32, both made for sm_90a).
 TEST(ReduceCubBuild, EveryOperatorFormLinks) {
   abi::DeviceFunction max_fn;
   max_fn.name = "max_i32";
@@ -132,9 +132,11 @@ TEST(ReduceCubBuild, EveryOperatorFormLinks) {
       {foreign_min("min_i32_c_abi.ltoir"), "sm_90a"},
       {foreign_min("min_i32_c_abi.ptx"), "sm_90a"},
   };
-  for (const auto& [op, arch] : cases) {
-    const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32", Backend::cub, op, arch));
-    EXPECT_EQ(detect_format(build.code.bytes()), Format::cubin) << op.describe();
+  for (Backend backend : {Backend::cub, Backend::handwritten}) {
+    for (const auto& [op, arch] : cases) {
+      const reduce::ReduceBuild build = reduce::build_reduce(spec_for("int32", backend, op, arch));
+      EXPECT_EQ(detect_format(build.code.bytes()), Format::cubin) << reduce::to_string(backend) << " " << op.describe();
+    }
   }
 }
 
