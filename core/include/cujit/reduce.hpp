@@ -4,7 +4,9 @@
 // reduction is written out in the source: CUB's headers cost NVRTC about a second per
 // build, the kernels a few milliseconds), compiled by NVRTC to LTO-IR, linked with the
 // operator through nvJitLink with LTO into a cubin, and cached. reduce_into() runs it:
-// one kernel for small n, two passes above (docs/reduce.md).
+// one kernel for small n, two passes above (docs/reduce.md). Backend::cub builds CUB's own
+// DeviceReduce kernels instead (CUB's headers, keyed by content); UserType reduces a
+// user-defined value type on either backend.
 
 #include <cstdint>
 #include <memory>
