@@ -4,7 +4,9 @@
 // reduction is written out in the source: CUB's headers cost NVRTC about a second per
 // build, the kernels a few milliseconds), compiled by NVRTC to LTO-IR, linked with the
 // operator through nvJitLink with LTO into a cubin, and cached. reduce_into() runs it:
-// one kernel for small n, two passes above (docs/reduce.md).
+// one kernel for small n, two passes above (docs/reduce.md). Backend::cub builds CUB's own
+// DeviceReduce kernels instead (CUB's headers, keyed by content); UserType reduces a
+// user-defined value type on either backend.
 
 #include <cstdint>
 #include <memory>
@@ -22,6 +24,19 @@
 
 /// The reduce build (build_reduce), reduce_into and its graph forms (ReduceNodes).
 namespace cujit::reduce {
+
+/// Which kernels a reduce build compiles.
+enum class Backend {
+  /// cujit's own two-kernel reduction (no header; the default).
+  handwritten,
+  /// CUB's own DeviceReduce kernels (DeviceReduceSingleTileKernel, DeviceReduceKernel) from
+  /// the toolkit's CCCL (or a CCCL placed first on the include path), instantiated with the
+  /// tuning policy CUB selects for the architecture: what CCCL's c/parallel builds
+  /// (docs/reduce.md).
+  cub,
+};
+/// "handwritten", "cub".
+std::string_view to_string(Backend backend) noexcept;
 
 /// The operators defined in the generated source.
 enum class Builtin {
@@ -86,6 +101,21 @@ struct BuildConfig {
   bool precompiled_header = false;
 };
 
+/// A user-defined value type (cuda.parallel's cccl_type_info): `size` bytes aligned to
+/// `alignment`, named `name` in the generated source and in a CUDA C++ operator. With a
+/// `definition` (C++ defining `name`, e.g. "struct pair { float value; int index; };") the
+/// type is that definition, prepended to both the kernels' and the operator's source, and
+/// checked there against size and alignment (Error(compile) naming both); without one it is
+/// opaque storage, `struct alignas(alignment) name { unsigned char bytes[size]; }`. Only a
+/// CUDA C++ operator can take it (a built-in, a C-ABI device function or a foreign operator
+/// is Error(usage): their signatures name scalar types).
+struct UserType {
+  std::string name;        ///< an identifier, not cujit_*
+  std::size_t size = 0;    ///< sizeof, at least 1
+  std::size_t alignment = 1;  ///< alignof, a power of two up to 256
+  std::string definition;  ///< C++ defining `name`; empty: opaque storage
+};
+
 /// What a reduce build is specialised on.
 struct ReduceSpec {
   Type input = Type::parse("int32");        ///< the items' type
@@ -94,6 +124,10 @@ struct ReduceSpec {
   Operator op = Operator::builtin(Builtin::sum);  ///< the binary operator
   Arch arch;                                ///< the target architecture
   BuildConfig config;                       ///< compile settings
+  Backend backend = Backend::handwritten;   ///< which kernels
+  /// A user-defined value type: when set it is the input, output and accumulator type
+  /// (input, output and accumulator above are ignored), and init is its bytes.
+  std::optional<UserType> user_type;
 };
 
 /// A built reduction: its cubin, kernels and shape. With n <= single_pass_limit one block
@@ -104,6 +138,14 @@ struct ReduceBuild {
   LinkableCode code;                    ///< the linked cubin, holding both kernels
   std::string tiles_kernel;             ///< the first pass's (or the single pass's) kernel
   std::string final_kernel;             ///< the second pass's kernel
+  /// Backend::cub: the single-tile kernel over the input (n <= single_pass_limit); empty for
+  /// the hand-written backend, whose tiles kernel is also its single pass.
+  std::string single_kernel;
+  Backend backend = Backend::handwritten;  ///< which kernels
+  /// Items per tile of the first pass (Backend::cub: its policy's threads x items).
+  std::uint64_t tile_items = 0;
+  /// Threads per block of the final kernel (and of the single-tile kernel).
+  unsigned final_block_size = 0;
   std::uint64_t single_pass_limit = 0;  ///< the largest n run as a single pass
   std::size_t accumulator_size = 0;     ///< bytes of the accumulator (and of init)
   std::size_t input_size = 0;           ///< bytes of an input item
@@ -119,6 +161,7 @@ struct ReduceBuild {
   std::shared_ptr<Module> module;
   std::optional<Kernel> tiles;  ///< the loaded tiles kernel
   std::optional<Kernel> final;  ///< the loaded final kernel
+  std::optional<Kernel> single; ///< Backend::cub: the loaded single-tile kernel
 };
 
 /// Builds (or takes from the cache) the reduction. Works without a GPU up to the cubin.
@@ -154,7 +197,10 @@ LinkOptions link_options(const ReduceSpec& spec);
 /// How reduce_into runs n items: one block of the tiles kernel writing the output (n <=
 /// build.single_pass_limit; no device query), or `blocks` blocks of it writing partials (at
 /// most 8 per multiprocessor of the current device, at most one per tile of 4096 items),
-/// then one block of the final kernel.
+/// then one block of the final kernel. Backend::cub: CUB's dispatch, the single-tile kernel
+/// up to one of its single-tile policy's tiles, else DeviceReduceKernel on CUB's even-share
+/// grid (one block per tile, at most occupancy x multiprocessors x CUB's subscription
+/// factor 5), then the single-tile kernel over the partials.
 struct Launch {
   bool single_pass = true;   ///< one kernel, no partials
   std::uint64_t blocks = 1;  ///< blocks of the tiles kernel

@@ -32,7 +32,8 @@ namespace cujit::detail {
   X(cuGraphAddMemAllocNode) X(cuGraphAddMemFreeNode) X(cuGraphConditionalHandleCreate)   \
   X(cuGraphAddNode) X(cuGraphUpload) X(cuGraphDebugDotPrint)                             \
   X(cuGraphExecMemcpyNodeSetParams) X(cuGraphExecMemsetNodeSetParams) X(cuEventCreate)   \
-  X(cuEventDestroy) X(cuEventSynchronize) X(cuEventQuery) X(cuStreamIsCapturing)
+  X(cuEventDestroy) X(cuEventSynchronize) X(cuEventQuery) X(cuStreamIsCapturing) \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 // Every entry is timed and counted on the calling thread (cujit/vendor_time.hpp); `.function`
 // is the raw pointer, for dlsym and for the library's identity.

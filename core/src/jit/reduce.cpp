@@ -7,6 +7,7 @@
 #include "cujit/toolkit.hpp"
 #include "compile/hermetic_inputs.hpp"
 #include "driver/driver_api.hpp"
+#include "jit/reduce_cub.hpp"
 #include "support/planted_slowdown.hpp"
 
 namespace cujit::reduce {
@@ -115,7 +116,10 @@ __device__ __forceinline__ void cujit_fold_tiles(const T* __restrict__ items, un
                                                  unsigned long long first, unsigned long long stride,
                                                  cujit_fold& fold) {
   unsigned long long t = first;
-  if (Vectors && reinterpret_cast<unsigned long long>(items) % 16 == 0) {
+  // Whole tiles as 16-byte vectors where the items tile 16 bytes (every scalar; a
+  // user-defined type of 1, 2, 4, 8 or 16 bytes).
+  if constexpr (Vectors && sizeof(T) <= 16 && 16 % sizeof(T) == 0) {
+   if (reinterpret_cast<unsigned long long>(items) % 16 == 0) {
     const unsigned long long whole = n / cujit_tile;
     constexpr unsigned together = cujit_tiles_per_step<T>();
     if (together > 1) {
@@ -124,6 +128,7 @@ __device__ __forceinline__ void cujit_fold_tiles(const T* __restrict__ items, un
       }
     }
     for (; t < whole; t += stride) fold.add(cujit_fold_whole_tiles<T, 1>(items, t, stride));
+   }
   }
   enum : unsigned { group = 4 };
   for (; t * cujit_tile < n; t += stride) {
@@ -145,6 +150,28 @@ __device__ __forceinline__ void cujit_fold_tiles(const T* __restrict__ items, un
   }
 }
 
+// x of the lane `offset` above: a scalar in one shuffle, a user-defined type (cujit_user_type)
+// as 4-byte words.
+// (A template, so that the branch not taken is not instantiated.)
+template <class T>
+__device__ __forceinline__ T cujit_shfl_down(T x, unsigned offset) {
+  if constexpr (!cujit_user_type) {
+    return __shfl_down_sync(0xffffffffu, x, offset);
+  } else {
+    enum : unsigned { words = (sizeof(T) + 3) / 4 };
+    unsigned w[words] = {};
+    unsigned char* bytes = reinterpret_cast<unsigned char*>(w);
+#pragma unroll
+    for (unsigned i = 0; i < sizeof(T); ++i) bytes[i] = reinterpret_cast<const unsigned char*>(&x)[i];
+#pragma unroll
+    for (unsigned i = 0; i < words; ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], offset);
+    T out;
+#pragma unroll
+    for (unsigned i = 0; i < sizeof(T); ++i) reinterpret_cast<unsigned char*>(&out)[i] = bytes[i];
+    return out;
+  }
+}
+
 // The fold of the values of threads [0, valid), 1 <= valid, in thread 0: shuffles within
 // each warp, then thread 0 folds the warps' totals. Every thread of the block calls it.
 __device__ __forceinline__ cujit_acc_t cujit_block_fold(cujit_acc_t x, unsigned valid,
@@ -154,7 +181,7 @@ __device__ __forceinline__ cujit_acc_t cujit_block_fold(cujit_acc_t x, unsigned 
   const unsigned in_warp = valid <= warp * 32 ? 0 : valid - warp * 32 < 32 ? valid - warp * 32 : 32;
 #pragma unroll
   for (unsigned offset = 16; offset > 0; offset /= 2) {
-    const cujit_acc_t other = __shfl_down_sync(0xffffffffu, x, offset);
+    const cujit_acc_t other = cujit_shfl_down(x, offset);
     if (lane + offset < in_warp) x = cujit_apply(x, other);
   }
   if (lane == 0 && in_warp > 0) warp_totals[warp] = x;
@@ -215,6 +242,47 @@ void check_value_type(const Type& type, const char* role) {
 
 Signature operator_signature(const Type& acc) { return Signature{acc, {acc, acc}}; }
 
+// The names a spec's value types go by in messages.
+std::string value_types(const ReduceSpec& spec) {
+  if (spec.user_type) return "user type " + spec.user_type->name;
+  return spec.input.str() + " -> " + spec.output.str() + ", accumulator " + spec.accumulator.str();
+}
+
+// A user type's checks (Error(usage)): its name, size and alignment, and an operator that
+// can take it.
+void check_user_type(const ReduceSpec& spec) {
+  const UserType& user = *spec.user_type;
+  const std::string what = "user type '" + user.name + "'";
+  if (!abi::is_identifier(user.name) || user.name.rfind("cujit_", 0) == 0) {
+    throw Error(ErrorKind::usage, component, what + ": the name must be an identifier not starting with cujit_");
+  }
+  if (user.size == 0 || user.alignment == 0 || user.alignment > 256 || (user.alignment & (user.alignment - 1)) != 0 ||
+      user.size % user.alignment != 0) {
+    throw Error(ErrorKind::usage, component,
+                what + " of " + std::to_string(user.size) + " bytes aligned to " + std::to_string(user.alignment) +
+                    ": the size must be a positive multiple of the alignment, a power of two up to 256");
+  }
+  if (spec.op.kind() != Operator::Kind::cuda_source) {
+    throw Error(ErrorKind::usage, component,
+                what + " needs a CUDA C++ operator taking and returning " + user.name + "; the operator " +
+                    spec.op.describe() + " has a signature of scalar types (" + std::string(to_string(spec.backend)) +
+                    " backend)");
+  }
+}
+
+// The user type's C++: its definition or opaque storage, and checks of its size and
+// alignment (a static_assert naming both).
+std::string user_type_definition(const UserType& user) {
+  std::string s = user.definition.empty()
+                      ? "struct alignas(" + std::to_string(user.alignment) + ") " + user.name +
+                            " { unsigned char bytes[" + std::to_string(user.size) + "]; };\n"
+                      : user.definition + "\n";
+  s += "static_assert(sizeof(" + user.name + ") == " + std::to_string(user.size) + " && alignof(" + user.name +
+       ") == " + std::to_string(user.alignment) + ", \"cujit reduce: user type " + user.name + " is not " +
+       std::to_string(user.size) + " bytes aligned to " + std::to_string(user.alignment) + "\");\n";
+  return s;
+}
+
 std::string builtin_body(Builtin op) {
   switch (op) {
     case Builtin::sum: return "return a + b;";
@@ -243,6 +311,11 @@ OperatorCode operator_declaration(const ReduceSpec& spec) {
 // checked against the accumulator.
 std::optional<LinkableCode> operator_link_code(const ReduceSpec& spec, BuildCache& cache) {
   const Operator& op = spec.op;
+  if (const auto& user = spec.user_type) {
+    // A CUDA C++ operator (check_user_type) sees the type's definition first.
+    const LinkableCode& code = *Access::code(op);
+    return LinkableCode::cuda_source(user_type_definition(*user) + code.bytes(), code.name());
+  }
   const Type& acc = spec.accumulator;
   const Signature wanted = operator_signature(acc);
   switch (op.kind()) {
@@ -274,15 +347,29 @@ std::optional<LinkableCode> operator_link_code(const ReduceSpec& spec, BuildCach
   throw Error(ErrorKind::usage, component, "unknown operator kind");
 }
 
-std::string generate_source(const ReduceSpec& spec, const OperatorCode& op) {
-  std::string s = "// Generated by cujit::reduce: " + spec.input.str() + " -> " + spec.output.str() +
-                  ", accumulator " + spec.accumulator.str() + ", operator " + spec.op.describe() + "\n";
-  s += "typedef " + spec.input.cuda() + " cujit_in_t;\n";
-  s += "typedef " + spec.output.cuda() + " cujit_out_t;\n";
-  s += "typedef " + spec.accumulator.cuda() + " cujit_acc_t;\n";
+// The type aliases and the operator's declaration (or a built-in's definition): the head of
+// both backends' sources.
+std::string types_and_operator(const ReduceSpec& spec, const OperatorCode& op) {
+  std::string s;
+  if (const auto& user = spec.user_type) {
+    s += user_type_definition(*user);
+    s += "typedef " + user->name + " cujit_in_t;\ntypedef " + user->name + " cujit_out_t;\ntypedef " + user->name +
+         " cujit_acc_t;\nenum : bool { cujit_user_type = true };\n";
+  } else {
+    s += "typedef " + spec.input.cuda() + " cujit_in_t;\n";
+    s += "typedef " + spec.output.cuda() + " cujit_out_t;\n";
+    s += "typedef " + spec.accumulator.cuda() + " cujit_acc_t;\n";
+    s += "enum : bool { cujit_user_type = false };\n";
+  }
   s += op.inline_definition.empty()
            ? "extern \"C\" __device__ cujit_acc_t " + op.symbol + "(cujit_acc_t, cujit_acc_t);\n"
            : op.inline_definition;
+  return s;
+}
+
+std::string generate_source(const ReduceSpec& spec, const OperatorCode& op) {
+  std::string s = "// Generated by cujit::reduce: " + value_types(spec) + ", operator " + spec.op.describe() + "\n";
+  s += types_and_operator(spec, op);
   s += "__device__ __forceinline__ cujit_acc_t cujit_apply(cujit_acc_t a, cujit_acc_t b) { return " +
        op.symbol + "(a, b); }\n";
   s += "enum : unsigned { cujit_block = " + std::to_string(block_size) + ", cujit_items = " +
@@ -353,9 +440,18 @@ void load(ReduceBuild& build) {
   build.module = Module::shared(build.code, build.key);
   build.tiles.emplace(build.module->kernel(build.tiles_kernel));
   build.final.emplace(build.module->kernel(build.final_kernel));
+  if (!build.single_kernel.empty()) build.single.emplace(build.module->kernel(build.single_kernel));
 }
 
 }  // namespace
+
+std::string_view to_string(Backend backend) noexcept {
+  switch (backend) {
+    case Backend::handwritten: return "handwritten";
+    case Backend::cub: return "cub";
+  }
+  return "unknown";
+}
 
 std::string_view to_string(Builtin op) noexcept {
   switch (op) {
@@ -418,6 +514,10 @@ std::string Operator::describe() const {
 }
 
 KernelCompile kernel_compile(const ReduceSpec& spec) {
+  if (spec.backend == Backend::cub) {
+    const OperatorCode op = operator_declaration(spec);
+    return cub_backend::kernel_compile(spec, value_types(spec), types_and_operator(spec, op), op.symbol);
+  }
   return KernelCompile{Program(generate_source(spec, operator_declaration(spec)), "cujit_reduce.cu"),
                        kernel_options(spec)};
 }
@@ -436,29 +536,41 @@ namespace {
 
 // The cubin of a spec (the link key names it), without a device.
 ReduceBuild link_reduce(const ReduceSpec& spec, BuildCache& cache) {
-  check_value_type(spec.input, "input");
-  check_value_type(spec.output, "output");
-  check_value_type(spec.accumulator, "accumulator");
+  if (spec.user_type) {
+    check_user_type(spec);
+  } else {
+    check_value_type(spec.input, "input");
+    check_value_type(spec.output, "output");
+    check_value_type(spec.accumulator, "accumulator");
+  }
   const std::optional<LinkableCode> op = operator_link_code(spec, cache);
   const KernelCompile kernel = kernel_compile(spec);
   Linker linker(link_options(spec), cache);
-  linker.add(compile_cached(kernel.program, kernel.options, cache).result.code);
+  const CachedCompile compiled = compile_cached(kernel.program, kernel.options, cache);
+  linker.add(compiled.result.code);
   if (op) linker.add(*op);
   CachedLink linked = linker.link_cached();
-  return ReduceBuild{.code = std::move(linked.result.code),
+  ReduceBuild build{.code = std::move(linked.result.code),
                      .tiles_kernel = tiles_kernel_name,
                      .final_kernel = final_kernel_name,
+                     .single_kernel = {},
+                     .backend = spec.backend,
+                     .tile_items = tile_items,
+                     .final_block_size = block_size,
                      .single_pass_limit = single_pass_tiles * tile_items,
-                     .accumulator_size = spec.accumulator.size(),
-                     .input_size = spec.input.size(),
-                     .output_size = spec.output.size(),
+                     .accumulator_size = spec.user_type ? spec.user_type->size : spec.accumulator.size(),
+                     .input_size = spec.user_type ? spec.user_type->size : spec.input.size(),
+                     .output_size = spec.user_type ? spec.user_type->size : spec.output.size(),
                      .block_size = block_size,
                      .items_per_thread = items_per_thread,
                      .source = linked.source,
                      .key = std::move(linked.key),
                      .module = nullptr,
                      .tiles = std::nullopt,
-                     .final = std::nullopt};
+                     .final = std::nullopt,
+                     .single = std::nullopt};
+  if (spec.backend == Backend::cub) cub_backend::set_shape(build, compiled.result, kernel.program.name());
+  return build;
 }
 
 void add_field(std::string& key, std::string_view field) {
@@ -479,6 +591,14 @@ std::string memo_key(const ReduceSpec& spec) {
     return {};
   }
   std::string key = "reduce:";
+  add_field(key, to_string(spec.backend));
+  if (const auto& user = spec.user_type) {
+    add_field(key, "user");
+    add_field(key, user->name);
+    add_field(key, std::to_string(user->size));
+    add_field(key, std::to_string(user->alignment));
+    add_field(key, user->definition);
+  }
   add_field(key, spec.input.str());
   add_field(key, spec.output.str());
   add_field(key, spec.accumulator.str());
@@ -547,9 +667,27 @@ ReduceBuild build_reduce(const ReduceSpec& spec, BuildCache& cache) {
 }
 
 Launch launch_for(const ReduceBuild& build, std::uint64_t n) {
+  if (build.backend == Backend::cub) return cub_backend::launch_for(build, n);
   if (n <= build.single_pass_limit) return Launch{true, 1};
   return Launch{false, tiles_grid(n, build.input_size)};
 }
+
+namespace {
+void check_loaded(const ReduceBuild& build) {
+  if (!build.tiles || !build.final || (build.backend == Backend::cub && !build.single)) {
+    throw Error(ErrorKind::cuda, component,
+                "the reduce build " + build.key + " was not loaded: " +
+                    (has_device() ? std::string("build it with a device present") : no_device_reason()));
+  }
+}
+
+std::vector<KernelArg> kernel_args(const std::vector<ArgValue>& values) {
+  std::vector<KernelArg> args;
+  args.reserve(values.size());
+  for (const ArgValue& value : values) args.push_back(KernelArg{value.bytes.data(), value.bytes.size()});
+  return args;
+}
+}  // namespace
 
 std::size_t temp_bytes(const ReduceBuild& build, std::uint64_t n) {
   const Launch launch = launch_for(build, n);
@@ -557,16 +695,16 @@ std::size_t temp_bytes(const ReduceBuild& build, std::uint64_t n) {
 }
 
 std::size_t max_temp_bytes(const ReduceBuild& build) {
+  if (build.backend == Backend::cub) {
+    check_loaded(build);
+    return static_cast<std::size_t>(cub_backend::max_blocks(build)) * build.accumulator_size;
+  }
   return static_cast<std::size_t>(multiprocessors()) * blocks_per_multiprocessor * build.accumulator_size;
 }
 
 namespace {
 void check_runnable(const ReduceBuild& build, const ArgValue& init) {
-  if (!build.tiles || !build.final) {
-    throw Error(ErrorKind::cuda, component,
-                "the reduce build " + build.key + " was not loaded: " +
-                    (has_device() ? std::string("build it with a device present") : no_device_reason()));
-  }
+  check_loaded(build);
   if (init.bytes.size() != build.accumulator_size) {
     throw Error(ErrorKind::usage, component,
                 "init is " + std::to_string(init.bytes.size()) + " bytes; the accumulator is " +
@@ -590,6 +728,12 @@ void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uin
   one_block.block.x = build.block_size;
   one_block.stream = stream;
   const Launch launch = launch_for(build, n);
+  const bool cub = build.backend == Backend::cub;
+  if (launch.single_pass && cub) {
+    one_block.block.x = build.final_block_size;
+    build.single->launch(one_block, kernel_args(cub_backend::single_args(in, out, n, init)));
+    return;
+  }
   if (launch.single_pass) {
     const DevicePtr no_partials = 0;
     const std::vector<KernelArg> args{arg(in), arg(count), arg(no_partials), arg(out), init_arg};
@@ -617,6 +761,13 @@ void reduce_into(const ReduceBuild& build, DevicePtr in, DevicePtr out, std::uin
   }
   LaunchConfig grid = one_block;
   grid.grid.x = static_cast<unsigned>(launch.blocks);
+  if (cub) {
+    build.tiles->launch(grid, kernel_args(cub_backend::tiles_args(build, in, temp, n, launch.blocks)));
+    one_block.block.x = build.final_block_size;
+    build.final->launch(one_block, kernel_args(cub_backend::final_args(temp, out, launch.blocks, init)));
+    if (owned) synchronize(stream);
+    return;
+  }
   build.tiles->launch(grid, std::vector<KernelArg>{arg(in), arg(count), arg(temp), arg(out), init_arg});
   const auto partials = static_cast<unsigned>(launch.blocks);
   build.final->launch(one_block, std::vector<KernelArg>{arg(temp), arg(partials), arg(out), init_arg});
@@ -644,6 +795,26 @@ ReduceNodes::ReduceNodes(std::shared_ptr<const ReduceBuild> build, DevicePtr in,
 
 void ReduceNodes::set_input(DevicePtr in, std::uint64_t n) {
   const ReduceBuild& build = *build_;
+  if (build.backend == Backend::cub) {
+    // Two passes at every n (a kernel node keeps its kernel): DeviceReduceKernel on at least
+    // one block, then the single tile over its partials, or over none for n = 0, which
+    // writes init (the first pass's one block then folds no item into a partial nobody reads).
+    const std::uint64_t blocks = cub_backend::graph_blocks(build, n);
+    const std::size_t needed = static_cast<std::size_t>(blocks) * build.accumulator_size;
+    if (temp_ == 0 || temp_size_ < needed) {
+      throw Error(ErrorKind::usage, component,
+                  "ReduceNodes (CUB backend): temporary storage of " + std::to_string(temp_size_) + " bytes; " +
+                      std::to_string(n) + " items need " + std::to_string(needed) +
+                      " (max_temp_bytes covers every n)");
+    }
+    in_ = in;
+    n_ = n;
+    tiles_.args() = cub_backend::tiles_args(build, in_, temp_, n, blocks);
+    tiles_.launch({static_cast<unsigned>(blocks)}, {build.block_size});
+    final_.args() = cub_backend::final_args(temp_, out_, n == 0 ? 0 : blocks, init_);
+    final_.launch({1}, {build.final_block_size});
+    return;
+  }
   const Launch launch = launch_for(build, n);
   const std::size_t needed = temp_bytes(build, n);
   if (!launch.single_pass && (temp_ == 0 || temp_size_ < needed)) {
