@@ -11,6 +11,7 @@
 
 #include "cache/blocked_signal.hpp"
 #include "cache/disk_cache.hpp"
+#include "cache/remote_compression.hpp"
 #include "cache/remote_hiredis.hpp"
 #include "cujit/cache_key.hpp"
 #include "cujit/error.hpp"
@@ -97,12 +98,25 @@ bool refuses_access(const redisReply& reply) {
          text.find("invalid password") != std::string::npos;
 }
 
+// Error replies only a Redis Cluster node gives: the key lives on another node (MOVED,
+// ASK), keys of one command on several slots (CROSSSLOT), the cluster not serving
+// (CLUSTERDOWN). Never a bad entry: the server is one this tier does not support.
+bool is_cluster_reply(const redisReply& reply) {
+  if (reply.type != REDIS_REPLY_ERROR) return false;
+  const std::string text = reply_text(reply);
+  for (const char* code : {"MOVED ", "ASK ", "CROSSSLOT", "CLUSTERDOWN", "TRYAGAIN"}) {
+    if (text.rfind(code, 0) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 struct RemoteCache::Connection {
-  explicit Connection(const RemoteSettings& of) : settings(of) {}
+  Connection(const RemoteSettings& of, Unsupported& server) : settings(of), unsupported(server) {}
 
   const RemoteSettings& settings;
+  Unsupported& unsupported;  // shared by the cache's connections
   Context context;
   Clock::time_point retry_after{};
   std::string last_failure;
@@ -159,13 +173,19 @@ struct RemoteCache::Connection {
       if (!reply) return fail("SELECT failed: " + std::string(context->errstr), problem);
       if (reply->type == REDIS_REPLY_ERROR) return fail("SELECT " + db + " refused: " + reply_text(*reply), problem);
     }
-    return RemoteOutcome::done;
+    return refuse_a_cluster(problem);
   }
 
   // The reply to one command, connecting first if needed; null with `outcome` skipped or
   // unavailable. An error reply that refuses this client drops the connection too.
   Reply command(const std::vector<std::string_view>& args, RemoteOutcome& outcome, std::string& problem,
                 Access access = Access::read) {
+    if (unsupported.set) {
+      outcome = RemoteOutcome::unsupported;
+      const std::lock_guard<std::mutex> lock(unsupported.mutex);
+      problem = unsupported.why;
+      return nullptr;
+    }
     if (!context) {
       if (Clock::now() < retry_after) {
         outcome = RemoteOutcome::skipped;
@@ -183,15 +203,47 @@ struct RemoteCache::Connection {
       outcome = fail(std::string(args.front()) + " refused: " + reply_text(*reply), problem);
       return nullptr;
     }
+    if (is_cluster_reply(*reply)) {
+      outcome = refuse_cluster(std::string(args.front()) + " answered " + reply_text(*reply), problem);
+      return nullptr;
+    }
     outcome = RemoteOutcome::done;
     return reply;
+  }
+
+  // Switches the tier off for good: the server is a Redis Cluster node.
+  RemoteOutcome refuse_cluster(const std::string& sign, std::string& problem) {
+    context.reset();
+    {
+      const std::lock_guard<std::mutex> lock(unsupported.mutex);
+      if (unsupported.why.empty()) {
+        unsupported.why = settings.url.redacted() + " is a Redis Cluster node (" + sign +
+                          "): the remote tier needs one Redis server (a primary, with replicas if wanted), not a "
+                          "cluster (docs/cache.md, \"Redis Cluster\"); it is off for this process, builds go on";
+      }
+      problem = unsupported.why;
+    }
+    unsupported.set = true;
+    return RemoteOutcome::unsupported;
+  }
+
+  // Whether the server runs in cluster mode (INFO cluster says cluster_enabled:1). A server
+  // that refuses INFO (an ACL without it) is taken as it is: a cluster shows itself by its
+  // MOVED / ASK replies then (command()).
+  RemoteOutcome refuse_a_cluster(std::string& problem) {
+    Reply reply = send({"INFO", "cluster"});
+    if (!reply) return fail("INFO cluster failed: " + std::string(context->errstr), problem);
+    if (reply->type == REDIS_REPLY_STRING && reply_text(*reply).find("cluster_enabled:1") != std::string::npos) {
+      return refuse_cluster("INFO cluster: cluster_enabled:1", problem);
+    }
+    return RemoteOutcome::done;
   }
 };
 
 RemoteCache::RemoteCache(RemoteSettings settings)
     : settings_(std::move(settings)),
-      connection_(std::make_unique<Connection>(settings_)),
-      lock_connection_(std::make_unique<Connection>(settings_)) {
+      connection_(std::make_unique<Connection>(settings_, unsupported_)),
+      lock_connection_(std::make_unique<Connection>(settings_, unsupported_)) {
   writes_ = !settings_.trust || settings_.trust->writes();
 }
 
@@ -241,6 +293,19 @@ RemoteOutcome RemoteCache::get(const std::string& key, std::string& payload, std
   } else {
     entry_bytes = unchecked_entry(value);  // an unauthenticated tier, opted into
   }
+  // Verified first, inflated second: nothing an untrusted writer chose is inflated. A value
+  // without the compression magic is an entry written before compression, read as it is.
+  std::string inflated;
+  if (is_compressed_value(entry_bytes)) {
+    std::string why;
+    std::optional<std::string> entry = inflate_value(entry_bytes, why);
+    if (!entry) {
+      problem = "the value of " + value_key(key) + " is not a sound entry: " + why;
+      return RemoteOutcome::corrupt;
+    }
+    inflated = std::move(*entry);
+    entry_bytes = inflated;
+  }
   DecodedEntry entry = decode_entry(key, std::string(entry_bytes));
   if (!entry.payload) {
     problem = "the value of " + value_key(key) + " is not a sound entry: " + entry.problem;
@@ -250,10 +315,14 @@ RemoteOutcome RemoteCache::get(const std::string& key, std::string& payload, std
   return RemoteOutcome::done;
 }
 
-RemoteOutcome RemoteCache::put(const std::string& key, const std::string& payload, std::string& problem) {
+RemoteOutcome RemoteCache::put(const std::string& key, const std::string& payload, std::string& problem,
+                               std::uint64_t* saved) {
   if (!writes()) return RemoteOutcome::read_only;
   const std::string name = value_key(key);
-  std::string bytes = encode_entry(key, payload);
+  const std::string entry = encode_entry(key, payload);
+  // Compressed before it is signed: the signature covers the bytes Redis holds.
+  std::string bytes = compress_value(entry);
+  const std::uint64_t saved_bytes = entry.size() > bytes.size() ? entry.size() - bytes.size() : 0;
   if (settings_.trust && settings_.trust->signer) {
     bytes = sign_value(*settings_.trust->signer, name, bytes);
     if (bytes.empty()) {
@@ -268,7 +337,10 @@ RemoteOutcome RemoteCache::put(const std::string& key, const std::string& payloa
   RemoteOutcome outcome{};
   const Reply reply = connection_->command(args, outcome, problem, Access::write);
   if (!reply) return outcome;
-  if (reply->type == REDIS_REPLY_STATUS) return RemoteOutcome::done;
+  if (reply->type == REDIS_REPLY_STATUS) {
+    if (saved != nullptr) *saved = saved_bytes;
+    return RemoteOutcome::done;
+  }
   return write_refused("SET " + name,
                        reply->type == REDIS_REPLY_ERROR ? reply_text(*reply)
                                                         : "a reply of type " + std::to_string(reply->type),
@@ -458,7 +530,7 @@ RemoteOutcome not_built_in(std::string& problem) {
 RemoteCache::RemoteCache(RemoteSettings settings) : settings_(std::move(settings)) { writes_ = false; }
 RemoteCache::~RemoteCache() = default;
 RemoteOutcome RemoteCache::get(const std::string&, std::string&, std::string& problem) { return not_built_in(problem); }
-RemoteOutcome RemoteCache::put(const std::string&, const std::string&, std::string& problem) {
+RemoteOutcome RemoteCache::put(const std::string&, const std::string&, std::string& problem, std::uint64_t*) {
   return not_built_in(problem);
 }
 RemoteOutcome RemoteCache::write_refused(const std::string&, const std::string&, std::string& problem) {
