@@ -438,7 +438,9 @@ TEST(RemoteCache, AFullRedisRefusesWritesAndTheBuildsGoOn) {
   CUJIT_REQUIRE_REDIS(server);
   test::TempDir temp;
   BuildCache cache(remote_at(temp.path() / "a", server.url()));
-  const std::string big(3 << 20, 'f');
+  // Incompressible: compressed, 3 MiB of one letter would fit in 2 MB.
+  std::mt19937 random(std::random_device{}());
+  const std::string big = payload_of(random, 3 << 20, 256);
   for (const char* name : {"first", "second", "third"}) {
     EXPECT_EQ(cache.get_or_build(key_of(name), constant(big + name)), big + name);
   }
