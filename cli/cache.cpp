@@ -168,12 +168,12 @@ void print_stats(const nlohmann::json& stats) {
                                                   : "not reachable: " + remote["why_not_reachable"].get<std::string>())
               << "\n";
   }
-  const auto count = [&](const char* name) { return stats[name].get<std::uint64_t>(); };
-  std::cout << "processes:       " << count("process_waits") << " waits for another process's build ("
-            << count("process_wait_ms") << " ms), " << count("lock_timeouts") << " gave up (lock timeout)\n";
-  std::cout << "fleet:           " << count("remote_waits") << " waits for another machine's build ("
-            << count("remote_wait_ms") << " ms), " << count("remote_lock_timeouts") << " gave up (lock timeout), "
-            << count("remote_repairs") << " bad values repaired, " << human_bytes(count("remote_bytes_saved"))
+  const auto counted = [&](const char* name) { return stats[name].get<std::uint64_t>(); };
+  std::cout << "processes:       " << counted("process_waits") << " waits for another process's build ("
+            << counted("process_wait_ms") << " ms), " << counted("lock_timeouts") << " gave up (lock timeout)\n";
+  std::cout << "fleet:           " << counted("remote_waits") << " waits for another machine's build ("
+            << counted("remote_wait_ms") << " ms), " << counted("remote_lock_timeouts") << " gave up (lock timeout), "
+            << counted("remote_repairs") << " bad values repaired, " << human_bytes(counted("remote_bytes_saved"))
             << " saved by compression\n";
   const auto& errors = stats["remote_errors_by_kind"];
   std::cout << "Redis errors:    " << errors["unavailable"].get<std::uint64_t>() << " unavailable (down, timed out), "
