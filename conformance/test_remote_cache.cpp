@@ -433,6 +433,29 @@ TEST(RemoteCache, AStoppedRedisCostsOneTimeoutThenIsLeftAlone) {
   EXPECT_GE(stats.remote_skipped, 2u);
 }
 
+// A host name is resolved by cujit within the timeout, then connected to by address: a
+// name that resolves (localhost) is used like its address; one that never resolves (.invalid,
+// RFC 6761) is one failed call with a warning naming it, resolved or timed out, and the
+// builds go on.
+TEST(RemoteCache, AHostNameIsResolvedWithinTheTimeout) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  const std::string by_name = "redis://localhost:" + std::to_string(server.port());
+  CacheConfig config = remote_at(temp.path() / "a", by_name);
+  config.remote_timeout = std::chrono::milliseconds(1000);
+  BuildCache(config).put(key_of("named"), "by name");
+  CacheConfig other = remote_at(temp.path() / "b", by_name);
+  other.remote_timeout = std::chrono::milliseconds(1000);
+  CacheSource source{};
+  EXPECT_EQ(BuildCache(other).get_or_build(key_of("named"), never(), &source), "by name");
+  EXPECT_EQ(source, CacheSource::remote);
+  BuildCache nowhere(remote_at(temp.path() / "c", "redis://cujit-test-host.invalid:6379"));
+  for (const char* name : {"x", "y"}) EXPECT_EQ(nowhere.get_or_build(key_of(name), constant(name)), name);
+  EXPECT_EQ(nowhere.stats().remote_errors, 1u);
+  EXPECT_TRUE(has_warning(nowhere, "cujit-test-host.invalid"));
+}
+
 TEST(RemoteCache, AFullRedisRefusesWritesAndTheBuildsGoOn) {
   test::RedisServer server({"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"});
   CUJIT_REQUIRE_REDIS(server);

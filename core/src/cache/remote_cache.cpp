@@ -1,6 +1,10 @@
 #include "cache/remote_cache.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -110,6 +114,59 @@ bool is_cluster_reply(const redisReply& reply) {
   return false;
 }
 
+// The address of `host`, resolved within `timeout`: hiredis resolves a name itself, with no
+// bound (a slow resolver cost 6 s per connection, issue 32), so a name is resolved here, on
+// a thread of its own that is left to finish alone when it takes longer, and hiredis is
+// given the numeric address. A numeric host is returned as it is. Empty with why in `why`.
+std::string address_within(const std::string& host, std::chrono::milliseconds timeout, std::string& why) {
+  in_addr v4{};
+  in6_addr v6{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &v6) == 1) return host;
+  struct Lookup {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::string address, error;
+  };
+  const auto lookup = std::make_shared<Lookup>();
+  try {
+    std::thread([lookup, host] {
+      addrinfo hints{};
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* found = nullptr;
+      const int status = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+      std::string address, error;
+      if (status != 0 || found == nullptr) {
+        error = status != 0 ? ::gai_strerror(status) : "no address";
+      } else {
+        char text[INET6_ADDRSTRLEN] = {};
+        const void* raw = found->ai_family == AF_INET6
+                              ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(found->ai_addr)->sin6_addr)
+                              : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr);
+        if (::inet_ntop(found->ai_family, raw, text, sizeof text) != nullptr) address = text;
+        else error = "an address that cannot be written";
+      }
+      if (found != nullptr) ::freeaddrinfo(found);
+      const std::lock_guard<std::mutex> lock(lookup->mutex);
+      lookup->address = std::move(address);
+      lookup->error = std::move(error);
+      lookup->done = true;
+      lookup->done_cv.notify_all();
+    }).detach();
+  } catch (...) {
+    why = "cannot start a thread to resolve '" + host + "'";
+    return {};
+  }
+  std::unique_lock<std::mutex> lock(lookup->mutex);
+  if (!lookup->done_cv.wait_for(lock, timeout, [&] { return lookup->done; })) {
+    why = "resolving '" + host + "' took more than " + std::to_string(timeout.count()) + " ms";
+    return {};
+  }
+  if (lookup->address.empty()) why = "cannot resolve '" + host + "': " + lookup->error;
+  return lookup->address;
+}
+
 }  // namespace
 
 struct RemoteCache::Connection {
@@ -153,7 +210,10 @@ struct RemoteCache::Connection {
       return fail(error.what(), problem);
     }
     const BlockedSignal blocked(SIGPIPE);  // a closed connection: EPIPE, not a dead process
-    context.reset(api->redisConnectWithTimeout(settings.url.host.c_str(), settings.url.port, to_timeval(settings.timeout)));
+    std::string why;
+    const std::string address = address_within(settings.url.host, settings.timeout, why);
+    if (address.empty()) return fail(why, problem);
+    context.reset(api->redisConnectWithTimeout(address.c_str(), settings.url.port, to_timeval(settings.timeout)));
     if (!context) return fail("cannot allocate a connection", problem);
     if (context->err != 0) return fail("cannot connect: " + std::string(context->errstr), problem);
     if (api->redisSetTimeout(context.get(), to_timeval(settings.timeout)) != REDIS_OK) {
