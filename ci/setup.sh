@@ -4,12 +4,13 @@
 # machine that has them needs no network.
 set -euo pipefail
 
-# libhiredis-dev: the build cache's remote tier (Redis); redis-server: its tests, which
+# libhiredis-dev: the build cache's remote tier (Redis); zlib1g-dev: zlib.h, to compress its
+# values (libz itself is loaded at run time); redis-server: its tests, which
 # start their own server on a loopback port. doxygen: the API reference (`docs` target) and
 # the check that every public declaration is documented; pkg-config: the package test;
 # openssl: the fleet key commands of docs/fleet.md, which Docs.CommandBlocksRun runs.
 packages=(cmake g++ make libgtest-dev libbenchmark-dev libssl-dev nlohmann-json3-dev libcli11-dev
-          python3 python3-matplotlib clang libclang-rt-14-dev libhiredis-dev redis-server
+          python3 python3-matplotlib clang libclang-rt-14-dev libhiredis-dev zlib1g-dev redis-server
           doxygen pkg-config openssl)
 missing=()
 for package in "${packages[@]}"; do

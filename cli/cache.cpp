@@ -79,6 +79,20 @@ nlohmann::json stats_json(BuildCache& cache, const CacheCounters& counters) {
           {"remote_waits", counters.remote_waits},
           {"remote_lock_timeouts", counters.remote_lock_timeouts},
           {"remote_errors", counters.remote_errors},
+          {"remote_wait_ms", counters.remote_wait_ms},
+          // Every way a Redis call or value failed, one count each (remote_errors is "unavailable").
+          {"remote_errors_by_kind",
+           {{"unavailable", counters.remote_errors},
+            {"skipped", counters.remote_skipped},
+            {"corrupt", counters.remote_corrupt},
+            {"unverified", counters.remote_unverified},
+            {"write_refused", counters.remote_write_failures},
+            {"forbidden", counters.remote_forbidden}}},
+          {"remote_repairs", counters.remote_repairs},
+          {"remote_bytes_saved", counters.remote_bytes_saved},
+          {"process_waits", counters.process_waits},
+          {"process_wait_ms", counters.process_wait_ms},
+          {"lock_timeouts", counters.lock_timeouts},
           {"zeroed_at", counters.zeroed_at != 0 ? nlohmann::json(counters.zeroed_at) : nlohmann::json()},
           {"remote", remote_json(cache)},
           {"warnings", warnings}};
@@ -154,9 +168,19 @@ void print_stats(const nlohmann::json& stats) {
                                                   : "not reachable: " + remote["why_not_reachable"].get<std::string>())
               << "\n";
   }
-  std::cout << "fleet:           " << stats["remote_waits"].get<std::uint64_t>()
-            << " waits for another machine's build, " << stats["remote_lock_timeouts"].get<std::uint64_t>()
-            << " gave up (lock timeout), " << stats["remote_errors"].get<std::uint64_t>() << " Redis errors\n";
+  const auto counted = [&](const char* name) { return stats[name].get<std::uint64_t>(); };
+  std::cout << "processes:       " << counted("process_waits") << " waits for another process's build ("
+            << counted("process_wait_ms") << " ms), " << counted("lock_timeouts") << " gave up (lock timeout)\n";
+  std::cout << "fleet:           " << counted("remote_waits") << " waits for another machine's build ("
+            << counted("remote_wait_ms") << " ms), " << counted("remote_lock_timeouts") << " gave up (lock timeout), "
+            << counted("remote_repairs") << " bad values repaired, " << human_bytes(counted("remote_bytes_saved"))
+            << " saved by compression\n";
+  const auto& errors = stats["remote_errors_by_kind"];
+  std::cout << "Redis errors:    " << errors["unavailable"].get<std::uint64_t>() << " unavailable (down, timed out), "
+            << errors["skipped"].get<std::uint64_t>() << " calls skipped in back-off, "
+            << errors["corrupt"].get<std::uint64_t>() << " unsound values, " << errors["unverified"].get<std::uint64_t>()
+            << " failed verification, " << errors["write_refused"].get<std::uint64_t>() << " writes refused, "
+            << errors["forbidden"].get<std::uint64_t>() << " writes forbidden (NOPERM)\n";
   std::cout << "explained misses: " << stats["explained_misses"].get<std::uint64_t>()
             << " (CUJIT_CACHE_EXPLAIN=1; `cujit cache explain` shows them)\n";
   for (const auto& [kind, categories] : stats["misses_by_field"].items()) {

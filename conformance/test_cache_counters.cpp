@@ -381,6 +381,14 @@ TEST(CacheCounters, EncodedCountersDecodeToThemselves) {
   counters.remote_waits = 14;
   counters.remote_lock_timeouts = 15;
   counters.remote_errors = 16;
+  // The fleet's counters, each its own value, so that no two share a name in the file.
+  std::uint64_t value = 17;
+  for (std::uint64_t* field : {&counters.remote_wait_ms, &counters.remote_skipped, &counters.remote_corrupt,
+                               &counters.remote_write_failures, &counters.remote_forbidden, &counters.remote_repairs,
+                               &counters.remote_bytes_saved, &counters.process_waits, &counters.process_wait_ms,
+                               &counters.lock_timeouts}) {
+    *field = value++;
+  }
   counters.zeroed_at = 1700000000;
   CacheCounters decoded;
   std::string problem;
@@ -390,6 +398,34 @@ TEST(CacheCounters, EncodedCountersDecodeToThemselves) {
   EXPECT_EQ(decoded.remote_waits, 14u);
   EXPECT_EQ(decoded.remote_lock_timeouts, 15u);
   EXPECT_EQ(decoded.remote_errors, 16u);
+  value = 17;
+  for (const std::uint64_t field : {decoded.remote_wait_ms, decoded.remote_skipped, decoded.remote_corrupt,
+                                    decoded.remote_write_failures, decoded.remote_forbidden, decoded.remote_repairs,
+                                    decoded.remote_bytes_saved, decoded.process_waits, decoded.process_wait_ms,
+                                    decoded.lock_timeouts}) {
+    EXPECT_EQ(field, value++);
+  }
+}
+
+// A hit its caller could not decode is taken back by drop(); when it was flushed before the
+// drop, the persistent count keeps it (it was added), but a later real hit is not added on
+// top of it again: the count is one hit, not two.
+TEST(CacheCounters, AHitTakenBackAfterAFlushIsNotCountedTwice) {
+  test::TempDir dir;
+  BuildCache(test::disk_cache_at(dir.path())).put(key_of("a"), "undecodable");
+  {
+    BuildCache cache(test::disk_cache_at(dir.path()));
+    ASSERT_EQ(cache.find(key_of("a")), "undecodable");
+    EXPECT_EQ(cache.stats().disk_hits, 1u);
+    cache.flush_counters();
+    cache.drop(key_of("a"), "its record does not decode");
+    EXPECT_EQ(cache.stats().disk_hits, 0u) << "taken back";
+    cache.flush_counters();
+    BuildCache(test::disk_cache_at(dir.path())).put(key_of("a"), "sound");
+    ASSERT_EQ(cache.find(key_of("a")), "sound");
+    EXPECT_EQ(cache.stats().disk_hits, 1u);
+  }
+  EXPECT_EQ(read_cache_counters(dir.path()).disk.hits, 1u);
 }
 
 TEST(CacheCounters, AShardOfAnOlderCujitReadsItsNewerCountersAsZero) {

@@ -5,7 +5,10 @@
 // disk and each tier's hit rate; --zero sets the counters to 0 and keeps the entries.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "byte_units.hpp"
@@ -98,6 +101,62 @@ TEST(CliCacheStats, CountsOfTwoProcessesAddUpAndZeroKeepsTheEntries) {
   EXPECT_EQ(after["stores"], 0u);
   EXPECT_EQ(after["entries"], 8u) << "zeroing keeps the entries";
   EXPECT_FALSE(after["zeroed_at"].is_null());
+}
+
+// The fleet's counters (waits and their time, lock timeouts, Redis errors by kind, repairs,
+// verification failures, bytes saved by compression) as another process wrote them into a
+// counter shard: each shown by `cache stats --json` under its name and summed over shards,
+// and named in the text. Random counts, so no field can pass by being another's or zero.
+TEST(CliCacheStats, FleetCountersOfEveryShardAreShownUnderTheirNames) {
+  TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  fs::create_directories(cache / "counters");
+  // Shard name -> the JSON pointer it shows under.
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"remote.waits", "/remote_waits"},
+      {"remote.wait_ms", "/remote_wait_ms"},
+      {"remote.lock_timeouts", "/remote_lock_timeouts"},
+      {"remote.errors", "/remote_errors_by_kind/unavailable"},
+      {"remote.skipped", "/remote_errors_by_kind/skipped"},
+      {"remote.corrupt", "/remote_errors_by_kind/corrupt"},
+      {"remote.unverified", "/remote_errors_by_kind/unverified"},
+      {"remote.write_failures", "/remote_errors_by_kind/write_refused"},
+      {"remote.forbidden", "/remote_errors_by_kind/forbidden"},
+      {"remote.repairs", "/remote_repairs"},
+      {"remote.bytes_saved", "/remote_bytes_saved"},
+      {"process.waits", "/process_waits"},
+      {"process.wait_ms", "/process_wait_ms"},
+      {"process.lock_timeouts", "/lock_timeouts"},
+  };
+  std::mt19937_64 random(std::random_device{}());
+  std::map<std::string, std::uint64_t> expected;
+  for (const char* shard : {"3.counters", "c.counters"}) {
+    std::ofstream out(cache / "counters" / shard);
+    out << "cujit-counters 1\n";
+    for (const auto& [name, pointer] : fields) {
+      const std::uint64_t value = random() % 1'000'000;
+      expected[pointer] += value;
+      out << name << " " << value << "\n";
+    }
+  }
+  const nlohmann::json stats = stats_of(cache);
+  for (const auto& [name, pointer] : fields) {
+    EXPECT_EQ(stats.at(nlohmann::json::json_pointer(pointer)).get<std::uint64_t>(), expected[pointer]) << name;
+  }
+  EXPECT_EQ(stats["remote_errors"], expected["/remote_errors_by_kind/unavailable"]) << "the older name stays";
+  EXPECT_EQ(stats["remote_unverified"], expected["/remote_errors_by_kind/unverified"]);
+  const auto text = run_cujit(cujit_on(cache, {"cache", "stats"}));
+  ASSERT_EQ(text.exit_code, 0) << text.all();
+  for (const std::string& shown :
+       {std::to_string(expected["/remote_waits"]) + " waits for another machine's build (" +
+            std::to_string(expected["/remote_wait_ms"]) + " ms)",
+        std::to_string(expected["/remote_repairs"]) + " bad values repaired",
+        cli::human_bytes(expected["/remote_bytes_saved"]) + " saved by compression",
+        std::to_string(expected["/remote_errors_by_kind/unverified"]) + " failed verification",
+        std::to_string(expected["/process_waits"]) + " waits for another process's build (" +
+            std::to_string(expected["/process_wait_ms"]) + " ms)"}) {
+    EXPECT_NE(text.out.find(shown), std::string::npos) << shown << "\n" << text.out;
+  }
 }
 
 TEST(CliCacheStats, SizesTakeBinaryUnits) {

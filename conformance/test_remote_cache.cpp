@@ -14,12 +14,18 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "cache/disk_cache.hpp"
 #include "cache/remote_cache.hpp"
+#include "cache/remote_compression.hpp"
+#include "cache/remote_signature.hpp"
 #include "cache/remote_url.hpp"
 #include "cujit/build_cache.hpp"
 #include "cujit/error.hpp"
@@ -216,6 +222,11 @@ TEST_P(HostileRemoteValue, IsAMissCountedAndReplacedByTheBuild) {
     EXPECT_EQ(cache.stats().remote_unverified, 0u);
   }
   EXPECT_TRUE(has_warning(cache, "remote entry not used"));
+  // A miss and a build, never a hit; its write replaced the bad value: a repair.
+  EXPECT_EQ(cache.stats().misses, 1u);
+  EXPECT_EQ(cache.stats().builds, 1u);
+  EXPECT_EQ(cache.stats().remote_hits, 0u);
+  EXPECT_EQ(cache.stats().remote_repairs, 1u);
   // The build wrote through: the next machine gets the sound entry.
   BuildCache next(config_at(temp.path() / "b"));
   EXPECT_EQ(next.get_or_build(key_of("victim"), never(), &source), "the real one");
@@ -252,6 +263,102 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(std::get<0>(test_case.param).name) +
              (std::get<1>(test_case.param) ? "_verifying" : "_unauthenticated");
     });
+
+// ---- compression -----------------------------------------------------------------------------
+
+// A payload of `size` bytes, compressible or not: random letters from an alphabet of
+// `letters` (1: one letter repeated; 256: incompressible).
+std::string payload_of(std::mt19937& random, std::size_t size, unsigned letters) {
+  std::string out(size, '\0');
+  for (char& byte : out) byte = static_cast<char>(random() % letters);
+  return out;
+}
+
+// Every entry, of any size and compressibility, comes back from compress_value and
+// inflate_value as it went in; compression is used only when it makes the value smaller.
+TEST(RemoteCompression, EveryEntryRoundTripsAndIsCompressedOnlyWhenSmaller) {
+  ASSERT_EQ(detail::compression_unavailable(), "") << "zlib1g-dev and libz.so.1 (ci/setup.sh)";
+  std::mt19937 random(std::random_device{}());
+  for (int round = 0; round < 200; ++round) {
+    const unsigned letters = std::vector<unsigned>{1, 4, 26, 256}[random() % 4];
+    const std::string entry = detail::encode_entry(std::string(64, 'a'), payload_of(random, random() % 70000, letters));
+    const std::string value = detail::compress_value(entry);
+    if (!detail::is_compressed_value(value)) {
+      EXPECT_EQ(value, entry);
+      EXPECT_EQ(letters, 256u) << "only incompressible entries are stored as they are";
+      continue;
+    }
+    EXPECT_LT(value.size(), entry.size());
+    std::string problem;
+    EXPECT_EQ(detail::inflate_value(value, problem), entry) << problem;
+  }
+}
+
+// A compressed value damaged anywhere (a byte changed, cut at any length, a declared size
+// changed) inflates to exactly its entry or is refused with a reason; never more than the
+// declared size, never a crash.
+TEST(RemoteCompression, ADamagedValueIsRefusedNeverInflatedPastItsBounds) {
+  std::mt19937 random(std::random_device{}());
+  const std::string entry = detail::encode_entry(std::string(64, 'b'), payload_of(random, 50000, 8));
+  const std::string value = detail::compress_value(entry);
+  ASSERT_TRUE(detail::is_compressed_value(value));
+  for (int round = 0; round < 2000; ++round) {
+    std::string damaged = value;
+    switch (round % 3) {
+      case 0: damaged[random() % damaged.size()] ^= static_cast<char>(1 + random() % 255); break;
+      case 1: damaged.resize(random() % damaged.size()); break;
+      default: damaged[8 + random() % 8] = static_cast<char>(random()); break;  // the declared size
+    }
+    std::string problem;
+    const std::optional<std::string> inflated = detail::inflate_value(damaged, problem);
+    if (inflated) {
+      EXPECT_EQ(detail::decode_entry(std::string(64, 'b'), *inflated).payload.has_value(), *inflated == entry);
+    } else {
+      EXPECT_FALSE(problem.empty());
+    }
+  }
+  std::string huge = value.substr(0, 16);  // the header alone, declaring 2^63 bytes
+  huge[15] = '\x80';
+  std::string problem;
+  EXPECT_FALSE(detail::inflate_value(huge + "x", problem));
+  EXPECT_NE(problem.find("more than zlib can expand to"), std::string::npos) << problem;
+}
+
+// Through Redis: a compressible payload is stored compressed (inside the signature, which
+// covers the compressed bytes), the bytes saved are counted, another machine reads it; an
+// entry a cujit before compression wrote (signed, uncompressed) is still read as a hit.
+TEST(RemoteCompression, ValuesAreStoredCompressedAndOldUncompressedOnesAreStillRead) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  std::mt19937 random(std::random_device{}());
+  const std::string payload = payload_of(random, 100000, 4);
+  BuildCache writer(remote_at(temp.path() / "w", server.url()));
+  writer.put(key_of("compressible"), payload);
+  const std::string stored = server.command({"GET", detail::remote_key_prefix() + key_of("compressible").digest()});
+  const std::size_t entry_at = sizeof detail::signed_value_magic + 4 + detail::ed25519_signature_size;
+  ASSERT_GT(stored.size(), entry_at);
+  EXPECT_TRUE(detail::is_compressed_value(std::string_view(stored).substr(entry_at)));
+  const std::size_t entry_size = detail::encode_entry(key_of("compressible").digest(), payload).size();
+  EXPECT_EQ(writer.stats().remote_bytes_saved, entry_size - (stored.size() - entry_at));
+  EXPECT_LT(stored.size(), payload.size() / 2);
+  CacheSource source{};
+  BuildCache reader(remote_at(temp.path() / "r", server.url()));
+  EXPECT_EQ(reader.get_or_build(key_of("compressible"), never(), &source), payload);
+  EXPECT_EQ(source, CacheSource::remote);
+
+  std::string problem;
+  const std::optional<detail::SigningKey> signer =
+      detail::SigningKey::load(test::fleet_signing_key().private_key, problem);
+  ASSERT_TRUE(signer) << problem;
+  const std::string old_key = detail::remote_key_prefix() + key_of("old").digest();
+  ASSERT_EQ(server.command({"SET", old_key,
+                            detail::sign_value(*signer, old_key, detail::encode_entry(key_of("old").digest(), "old one"))}),
+            "+OK");
+  EXPECT_EQ(reader.get_or_build(key_of("old"), never(), &source), "old one");
+  EXPECT_EQ(source, CacheSource::remote);
+  EXPECT_EQ(reader.stats().remote_corrupt + reader.stats().remote_unverified, 0u);
+}
 
 // ---- Redis failing ---------------------------------------------------------------------------
 
@@ -326,12 +433,37 @@ TEST(RemoteCache, AStoppedRedisCostsOneTimeoutThenIsLeftAlone) {
   EXPECT_GE(stats.remote_skipped, 2u);
 }
 
+// A host name is resolved by cujit within the timeout, then connected to by address: a
+// name that resolves (localhost) is used like its address; one that never resolves (.invalid,
+// RFC 6761) is one failed call with a warning naming it, resolved or timed out, and the
+// builds go on.
+TEST(RemoteCache, AHostNameIsResolvedWithinTheTimeout) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  const std::string by_name = "redis://localhost:" + std::to_string(server.port());
+  CacheConfig config = remote_at(temp.path() / "a", by_name);
+  config.remote_timeout = std::chrono::milliseconds(1000);
+  BuildCache(config).put(key_of("named"), "by name");
+  CacheConfig other = remote_at(temp.path() / "b", by_name);
+  other.remote_timeout = std::chrono::milliseconds(1000);
+  CacheSource source{};
+  EXPECT_EQ(BuildCache(other).get_or_build(key_of("named"), never(), &source), "by name");
+  EXPECT_EQ(source, CacheSource::remote);
+  BuildCache nowhere(remote_at(temp.path() / "c", "redis://cujit-test-host.invalid:6379"));
+  for (const char* name : {"x", "y"}) EXPECT_EQ(nowhere.get_or_build(key_of(name), constant(name)), name);
+  EXPECT_EQ(nowhere.stats().remote_errors, 1u);
+  EXPECT_TRUE(has_warning(nowhere, "cujit-test-host.invalid"));
+}
+
 TEST(RemoteCache, AFullRedisRefusesWritesAndTheBuildsGoOn) {
   test::RedisServer server({"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"});
   CUJIT_REQUIRE_REDIS(server);
   test::TempDir temp;
   BuildCache cache(remote_at(temp.path() / "a", server.url()));
-  const std::string big(3 << 20, 'f');
+  // Incompressible: compressed, 3 MiB of one letter would fit in 2 MB.
+  std::mt19937 random(std::random_device{}());
+  const std::string big = payload_of(random, 3 << 20, 256);
   for (const char* name : {"first", "second", "third"}) {
     EXPECT_EQ(cache.get_or_build(key_of(name), constant(big + name)), big + name);
   }
@@ -541,12 +673,108 @@ TEST(RemoteCacheRepair, ARebuildIsCountedAsABuildAndOverwritesEveryTier) {
   EXPECT_EQ(after.misses, before.misses + 1);
   EXPECT_EQ(after.remote_repairs, 1u);
   EXPECT_EQ(after.remote_writes, before.remote_writes + 1);
+  // The lookup that gave the undecodable payload is no hit: taken back.
+  EXPECT_EQ(after.remote_hits + 1, before.remote_hits);
   EXPECT_EQ(cache.get_or_build(key_of("stale-record"), never(), &source), "record:fresh");
   BuildCache other(remote_at(temp.path() / "b", server.url()));
   EXPECT_EQ(other.get_or_build(key_of("stale-record"), never(), &source), "record:fresh");
   EXPECT_EQ(source, CacheSource::remote);
   BuildCache disk_only(test::disk_cache_at(temp.path() / "a"));
   EXPECT_EQ(disk_only.find(key_of("stale-record")), "record:fresh");
+}
+
+// ---- Redis Cluster ----------------------------------------------------------------------------
+
+// Three redis-server nodes in cluster mode on loopback, joined by redis-cli --cluster create
+// (every slot assigned, no replicas).
+struct ThreeNodeCluster {
+  std::vector<std::unique_ptr<test::RedisServer>> nodes;
+  std::string problem;  // why it could not be made, empty when it was
+
+  ThreeNodeCluster() {
+    for (int i = 0; i < 3; ++i) {
+      nodes.push_back(std::make_unique<test::RedisServer>(std::vector<std::string>{
+          "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"}));
+      if (!nodes.back()->problem().empty()) {
+        problem = "node " + std::to_string(i) + ": " + nodes.back()->problem();
+        return;
+      }
+    }
+    std::vector<std::string> create{redis_cli(), "--cluster", "create"};
+    for (const auto& node : nodes) create.push_back("127.0.0.1:" + std::to_string(node->port()));
+    create.insert(create.end(), {"--cluster-replicas", "0", "--cluster-yes"});
+    const test::ChildResult made = test::run_children({create}, {{}}).front();
+    if (made.exit_code != 0) {
+      problem = "redis-cli --cluster create failed: " + made.output;
+      return;
+    }
+    // Bounded: every node says the cluster serves.
+    for (int i = 0; i < 1000; ++i) {
+      bool all_ok = true;
+      for (const auto& node : nodes) all_ok = all_ok && node->command({"CLUSTER", "INFO"}).find("cluster_state:ok") != std::string::npos;
+      if (all_ok) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    problem = "the cluster never reached cluster_state:ok";
+  }
+
+  // redis-cli beside redis-server, or empty.
+  static std::string redis_cli() {
+    const fs::path beside = fs::path(test::redis_server_program()).parent_path() / "redis-cli";
+    return !test::redis_server_program().empty() && fs::exists(beside) ? beside.string() : std::string();
+  }
+};
+
+// Builds of `keys` keys through a cache on `url` (a cluster node): every one built and
+// right, nothing stored in or read from Redis, never a bad entry, one warning naming the
+// cluster.
+void expect_cluster_refused(const fs::path& dir, const std::string& url, int keys, const std::string& sign) {
+  CacheConfig config = remote_at(dir, url);
+  config.remote_timeout = std::chrono::milliseconds(1000);  // no timeout on a loaded machine: one error, the cluster
+  BuildCache cache(config);
+  for (int i = 0; i < keys; ++i) {
+    const std::string name = "cluster-" + std::to_string(i);
+    EXPECT_EQ(cache.get_or_build(key_of(name), constant("built " + name)), "built " + name);
+  }
+  const CacheStats stats = cache.stats();
+  EXPECT_EQ(stats.builds, static_cast<std::uint64_t>(keys));
+  EXPECT_EQ(stats.remote_hits, 0u);
+  EXPECT_EQ(stats.remote_corrupt, 0u) << "a MOVED reply is no bad entry";
+  EXPECT_EQ(stats.remote_unverified, 0u);
+  EXPECT_EQ(stats.remote_write_failures, 0u);
+  EXPECT_EQ(stats.remote_errors, 1u) << "said once";
+  std::size_t warned = 0;
+  for (const std::string& warning : cache.warnings()) {
+    if (warning.find("Redis Cluster") == std::string::npos) continue;
+    ++warned;
+    EXPECT_NE(warning.find(sign), std::string::npos) << warning;
+  }
+  EXPECT_EQ(warned, 1u);
+  std::string why;
+  EXPECT_FALSE(cache.remote_reachable(&why));
+  EXPECT_NE(why.find("Redis Cluster"), std::string::npos) << why;
+}
+
+// A real three-node cluster on loopback: a cache pointed at any node finds it a cluster
+// when it connects (INFO cluster) and leaves Redis alone with one warning; a user that may
+// not run INFO finds it by the first MOVED reply instead, and counts no bad entry either.
+TEST(RemoteCacheCluster, IsRefusedWithOneWarningAndBuildsGoOn) {
+  if (test::redis_server_program().empty()) GTEST_SKIP() << "redis-server is not installed (ci/setup.sh)";
+  if (ThreeNodeCluster::redis_cli().empty()) GTEST_SKIP() << "redis-cli is not installed beside redis-server";
+  if (!BuildCache::remote_built_in()) GTEST_SKIP() << "this cujit was built without hiredis";
+  ThreeNodeCluster cluster;
+  ASSERT_EQ(cluster.problem, "");
+  test::TempDir temp;
+  for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
+    SCOPED_TRACE("node " + std::to_string(i));
+    expect_cluster_refused(temp.path() / ("node" + std::to_string(i)), cluster.nodes[i]->url(), 4,
+                           "cluster_enabled:1");
+  }
+  // Without INFO: 16 keys spread over the slots of three nodes, so some live elsewhere.
+  test::RedisServer& node = *cluster.nodes.front();
+  ASSERT_EQ(node.command({"ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "&*", "+@all", "-info"}), "+OK");
+  expect_cluster_refused(temp.path() / "noinfo", "redis://noinfo:pw@127.0.0.1:" + std::to_string(node.port()), 16,
+                         "MOVED");
 }
 
 // ---- a fleet ---------------------------------------------------------------------------------
@@ -588,6 +816,58 @@ FleetRun run_fleet(int processes, long keys, long build_ms, const std::vector<fs
     run.correct += correct;
   }
   return run;
+}
+
+// A value planted bad (random bytes, a signed value cut short at a random length, one random
+// bit flipped) under the key a fleet of processes (a machine each) asks for: the first that
+// builds it overwrites it, counted in its persistent counters as a build and a repair; the
+// others wait for it and get the repaired value from Redis; a machine joining later builds
+// nothing. Redis calls get a second, so that a loaded machine keeps one build.
+TEST(RemoteCacheRepair, APlantedBadValueIsRepairedByTheFirstBuilderForTheWholeFleet) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  std::string problem;
+  const std::optional<detail::SigningKey> signer =
+      detail::SigningKey::load(test::fleet_signing_key().private_key, problem);
+  ASSERT_TRUE(signer) << problem;
+  const std::string digest = CacheKey("fleet-test").add("name", "key-0").digest();  // cache_fleet_child's key 0
+  const std::string value_key = detail::remote_key_prefix() + digest;
+  std::mt19937 random(std::random_device{}());
+  const std::string sound = detail::sign_value(*signer, value_key, detail::encode_entry(digest, "an old payload"));
+  ASSERT_FALSE(sound.empty());
+  std::string random_bytes(random() % 256 + 1, '\0');
+  for (char& byte : random_bytes) byte = static_cast<char>(random());
+  std::string flipped = sound;
+  flipped[random() % flipped.size()] ^= static_cast<char>(1u << (random() % 8));
+  const std::vector<std::pair<std::string, std::string>> planted = {
+      {"random bytes", random_bytes}, {"cut short", sound.substr(0, random() % sound.size())}, {"a bit flipped", flipped}};
+  for (const auto& [what, value] : planted) {
+    SCOPED_TRACE(what);
+    test::TempDir temp;
+    ASSERT_EQ(server.command({"SET", value_key, value}), "+OK");
+    std::vector<fs::path> machines;
+    for (const char* name : {"a", "b", "c", "d"}) machines.push_back(temp.path() / name);
+    const FleetRun run = run_fleet(4, 1, 200, machines, server.url(), "30000", "1000");
+    EXPECT_EQ(run.builds, 1u);
+    EXPECT_EQ(run.correct, 4);
+    EXPECT_EQ(run.remote_hits, 3u);
+    CacheCounters sum;
+    for (const fs::path& machine : machines) {
+      const CacheCounters counted = read_cache_counters(machine);
+      sum.builds += counted.builds;
+      sum.remote_repairs += counted.remote_repairs;
+      sum.remote.hits += counted.remote.hits;
+      sum.remote_waits += counted.remote_waits;
+    }
+    EXPECT_EQ(sum.builds, 1u);
+    EXPECT_EQ(sum.remote_repairs, 1u);
+    EXPECT_EQ(sum.remote.hits, 3u);
+    EXPECT_NE(server.command({"GET", value_key}), value) << "the bad value is still there";
+    const FleetRun late = run_fleet(1, 1, 200, {temp.path() / "late"}, server.url(), "30000", "1000");
+    EXPECT_EQ(late.builds, 0u);
+    EXPECT_EQ(late.remote_hits, 1u);
+    EXPECT_EQ(late.correct, 1);
+  }
 }
 
 TEST(RemoteCacheFleet, EachKeyIsBuiltOnceAcrossMachines) {

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -23,6 +24,7 @@
 
 #include "cache/disk_cache.hpp"
 #include "cache/remote_cache.hpp"
+#include "cache/remote_compression.hpp"
 #include "cache/remote_signature.hpp"
 #include "cujit/build_cache.hpp"
 #include "cujit/error.hpp"
@@ -198,9 +200,19 @@ void PrintTo(const Attack& attack, std::ostream* out) { *out << attack.name; }
 
 std::string donor_value(const test::RedisServer& server) { return server.command({"GET", value_key_of("donor")}); }
 
-// The donor's entry bytes inside its signed value.
-std::string donor_entry(const test::RedisServer& server) {
+// The bytes the donor's signature covers (its entry, compressed when that made it smaller).
+std::string donor_stored(const test::RedisServer& server) {
   return std::string(detail::unchecked_entry(donor_value(server)));
+}
+
+// The donor's entry (the disk tier's encoding) inside its signed value.
+std::string donor_entry(const test::RedisServer& server) {
+  const std::string stored = donor_stored(server);
+  if (!detail::is_compressed_value(stored)) return stored;
+  std::string problem;
+  const std::optional<std::string> entry = detail::inflate_value(stored, problem);
+  EXPECT_TRUE(entry) << problem;
+  return entry.value_or(std::string());
 }
 
 class HostileForgedRemoteValue : public ::testing::TestWithParam<Attack> {};
@@ -269,7 +281,7 @@ INSTANTIATE_TEST_SUITE_P(
         Attack{"trusted_signature_over_a_rewritten_entry",
                [](const test::RedisServer& server, const std::string& victim) {
                  const std::string value = donor_value(server);
-                 const std::string envelope = value.substr(0, value.size() - donor_entry(server).size());
+                 const std::string envelope = value.substr(0, value.size() - donor_stored(server).size());
                  const auto payload = detail::decode_entry(key_of("donor").digest(), donor_entry(server)).payload;
                  return envelope + detail::encode_entry(victim, payload.value_or("?"));
                }},

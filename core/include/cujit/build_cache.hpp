@@ -135,6 +135,7 @@ struct CacheStats {
 
   /// Across processes (the per-key lock in the disk tier).
   std::uint64_t process_waits = 0;        ///< builds that waited for another process's build of the key
+  std::uint64_t process_wait_ms = 0;      ///< milliseconds those waits took, all together
   std::uint64_t lock_timeouts = 0;        ///< waits that gave up (lock_timeout) and built
   std::uint64_t lock_failures = 0;        ///< locks that could not be taken: built without
   std::uint64_t stale_locks_removed = 0;  ///< lock files no process held, swept by walks
@@ -148,14 +149,19 @@ struct CacheStats {
   std::uint64_t remote_skipped = 0;         ///< calls not tried: within the back-off after a failure
   std::uint64_t remote_write_failures = 0;  ///< writes Redis refused (full under noeviction, read-only)
   std::uint64_t remote_waits = 0;           ///< builds that waited for another machine's build
+  std::uint64_t remote_wait_ms = 0;         ///< milliseconds those waits took, all together
   std::uint64_t remote_lock_timeouts = 0;   ///< such waits that gave up (lock_timeout) and built
   /// Values no trusted writer signed for their key (forged, replayed under another key,
   /// unsigned, signed by an untrusted key): misses, never used or copied to disk.
   std::uint64_t remote_unverified = 0;
   /// Writes Redis refused for want of permission (NOPERM): writes then stop, reads go on.
   std::uint64_t remote_forbidden = 0;
-  /// Values found in Redis that their caller could not decode, deleted there (drop()).
+  /// Values found in Redis that were unsound, unverified or that their caller could not
+  /// decode, deleted there (drop()) or overwritten by this process's build.
   std::uint64_t remote_repairs = 0;
+  /// Bytes compression kept out of Redis: the entries written, uncompressed, less what was
+  /// stored (docs/cache.md, "Compression").
+  std::uint64_t remote_bytes_saved = 0;
   /// Disk entries left alone because this process cannot use them though nothing shows
   /// them damaged (larger than its max_disk_bytes, another entry format version): misses.
   std::uint64_t disk_entries_skipped = 0;
@@ -191,6 +197,16 @@ struct CacheCounters {
   std::uint64_t remote_waits = 0;          ///< builds that waited for another machine's (its fleet lock)
   std::uint64_t remote_lock_timeouts = 0;  ///< such waits that gave up (lock_timeout) and built
   std::uint64_t remote_errors = 0;         ///< Redis calls that failed (down, timed out, refused)
+  std::uint64_t remote_wait_ms = 0;        ///< milliseconds spent in remote_waits, all together
+  std::uint64_t remote_skipped = 0;        ///< Redis calls not tried (within the back-off after an error)
+  std::uint64_t remote_corrupt = 0;        ///< Redis values or replies that were not a sound entry
+  std::uint64_t remote_write_failures = 0; ///< writes Redis refused (full under noeviction, read-only replica)
+  std::uint64_t remote_forbidden = 0;      ///< writes refused for want of permission (NOPERM)
+  std::uint64_t remote_repairs = 0;        ///< unsound or undecodable Redis values deleted or overwritten
+  std::uint64_t remote_bytes_saved = 0;    ///< bytes compression kept out of Redis
+  std::uint64_t process_waits = 0;         ///< builds that waited for another process's (the disk lock)
+  std::uint64_t process_wait_ms = 0;       ///< milliseconds spent in process_waits, all together
+  std::uint64_t lock_timeouts = 0;         ///< such waits that gave up (lock_timeout) and built
   /// The disk tier now (a walk of the directory at read time, not a counter).
   std::uint64_t entries = 0;
   std::uint64_t bytes = 0;  ///< entries and temporary files on disk now

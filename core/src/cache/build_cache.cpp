@@ -14,6 +14,7 @@
 #include <map>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "cujit/environment.hpp"
@@ -32,6 +33,25 @@ namespace cujit {
 namespace {
 
 constexpr std::size_t max_warnings = 64;
+
+// The latest hit this thread counted (which cache, key and tier), so that drop() of the
+// key right after, by a caller that cannot decode what the hit gave it, takes the hit back:
+// a repair counts as the miss it is, never as a hit. Callers decode on the thread that
+// looked the key up.
+struct CountedHit {
+  const void* cache = nullptr;
+  std::string digest;
+  CacheSource tier = CacheSource::built;
+};
+thread_local CountedHit last_counted_hit;
+
+void note_counted_hit(const void* cache, const std::string& digest, CacheSource tier) {
+  try {
+    last_counted_hit = CountedHit{cache, digest, tier};
+  } catch (...) {
+    last_counted_hit.cache = nullptr;  // out of memory: no hit to take back
+  }
+}
 // How often a build waiting for another machine's asks whether its lock is still there.
 constexpr std::chrono::milliseconds first_remote_poll{5}, longest_remote_poll{50};
 // Durations from the environment are clamped to a day: longer is a typo, and no overflow.
@@ -40,6 +60,11 @@ constexpr std::uint64_t longest_setting_ms = 24ull * 3600 * 1000;
 // (a disk lookup, a build) once this many events or this much time has passed, and at exit.
 constexpr std::uint64_t flush_after_events = 64;
 constexpr std::chrono::seconds flush_after_time{5};
+
+std::uint64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count());
+}
 
 std::chrono::milliseconds milliseconds_from(const char* name, std::chrono::milliseconds fallback,
                                             std::uint64_t unit_ms) {
@@ -173,6 +198,11 @@ struct BuildCache::State {
   bool flush_warned = false;  // one warning for failing flushes, not one per flush
   bool unverified_warned = false;  // one warning for remote values refused, then counts only
   bool scripts_warned = false;     // one warning when Redis refused EVAL (the fleet lock's fallback)
+  bool cluster_warned = false;     // one warning when the server is a Redis Cluster node
+  // Keys whose Redis value this process found unsound or unverified (under `mutex`): the
+  // build's write over one of them is a repair (stats.remote_repairs). Every put() takes
+  // its key out, so it holds at most the keys being built now.
+  std::unordered_set<std::string> bad_remote;
 
   // Says once that Redis refused the fleet lock's scripts (RemoteCache::script_refusal).
   void note_scripts() {
@@ -254,6 +284,13 @@ struct BuildCache::State {
         add_warning("remote tier: " + problem);
         break;
       case detail::RemoteOutcome::skipped: ++stats.remote_skipped; break;
+      case detail::RemoteOutcome::unsupported:
+        // A Redis Cluster: said and counted once; every later call is answered without Redis.
+        if (!std::exchange(cluster_warned, true)) {
+          ++stats.remote_errors;
+          add_warning("remote tier not used: " + problem);
+        }
+        break;
     }
   }
 
@@ -261,9 +298,13 @@ struct BuildCache::State {
   // Not held (after a warning and a count) when it cannot be taken or the wait times out.
   detail::KeyLock lock_across_processes(const std::string& flight, std::chrono::milliseconds timeout) {
     if (!disk) return {};
+    const auto asked = std::chrono::steady_clock::now();
     detail::KeyLockResult taken = disk->lock(flight, timeout);
     std::lock_guard<std::mutex> lock(mutex);
-    if (taken.waited) ++stats.process_waits;
+    if (taken.waited) {
+      ++stats.process_waits;
+      stats.process_wait_ms += elapsed_ms(asked);
+    }
     if (taken.timed_out) {
       ++stats.lock_timeouts;
       add_warning("build " + flight + ": another process held its lock for more than " +
@@ -284,6 +325,18 @@ struct BuildCache::State {
     const auto deadline = std::chrono::steady_clock::now() + config.lock_timeout;
     auto pause = first_remote_poll;
     bool waited = false;
+    std::chrono::steady_clock::time_point wait_began{};
+    // Adds the time waited for another machine's lock so far to the counters, on each way out.
+    struct WaitClock {
+      State& state;
+      const bool& waited;
+      const std::chrono::steady_clock::time_point& began;
+      ~WaitClock() {
+        if (!waited) return;
+        std::lock_guard<std::mutex> lock(state.mutex);
+        state.stats.remote_wait_ms += elapsed_ms(began);
+      }
+    } wait_clock{*this, waited, wait_began};
     while (true) {
       std::string token, problem;
       detail::RemoteOutcome outcome = remote->lock(flight, config.remote_lock_ttl, token, problem);
@@ -303,6 +356,7 @@ struct BuildCache::State {
       }
       if (outcome == detail::RemoteOutcome::missing && !waited) {
         waited = true;
+        wait_began = std::chrono::steady_clock::now();
         std::lock_guard<std::mutex> lock(mutex);
         ++stats.remote_waits;
       }
@@ -420,6 +474,16 @@ void BuildCache::flush_counters() noexcept {
     counted.remote_waits = now.remote_waits;
     counted.remote_lock_timeouts = now.remote_lock_timeouts;
     counted.remote_errors = now.remote_errors;
+    counted.remote_wait_ms = now.remote_wait_ms;
+    counted.remote_skipped = now.remote_skipped;
+    counted.remote_corrupt = now.remote_corrupt;
+    counted.remote_write_failures = now.remote_write_failures;
+    counted.remote_forbidden = now.remote_forbidden;
+    counted.remote_repairs = now.remote_repairs;
+    counted.remote_bytes_saved = now.remote_bytes_saved;
+    counted.process_waits = now.process_waits;
+    counted.process_wait_ms = now.process_wait_ms;
+    counted.lock_timeouts = now.lock_timeouts;
     bool any = false;
     const CacheCounters delta = detail::counters_since(counted, state_->flushed, any);
     {
@@ -438,7 +502,9 @@ void BuildCache::flush_counters() noexcept {
       }
       return;
     }
-    state_->flushed = counted;
+    // Never lowered: a hit taken back after it was flushed (drop()) leaves the count below
+    // what was added, and the difference is not added again when the count catches up.
+    state_->flushed = detail::counters_max(counted, state_->flushed);
   } catch (...) {
     // Out of memory while formatting: the counts wait for the next flush.
   }
@@ -488,7 +554,10 @@ std::optional<std::string> BuildCache::find(const CacheKey& key, CacheSource* so
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (auto found = state_->memory.find(digest); found != state_->memory.end()) {
       state_->touch(found->second, digest);
-      if (count != Count::nothing) ++state_->stats.memory_hits;
+      if (count != Count::nothing) {
+        ++state_->stats.memory_hits;
+        note_counted_hit(state_.get(), digest, CacheSource::memory);
+      }
       if (source != nullptr) *source = CacheSource::memory;
       detail::trace_mark("cache hit: memory");
       return found->second.payload;
@@ -536,7 +605,10 @@ std::optional<std::string> BuildCache::find_on_disk(const std::string& digest, C
     if (flush) flush_counters();
     return std::nullopt;
   }
-  if (count != Count::nothing) ++state_->stats.disk_hits;
+  if (count != Count::nothing) {
+    ++state_->stats.disk_hits;
+    note_counted_hit(state_.get(), digest, CacheSource::disk);
+  }
   state_->insert(digest, payload, config_.max_memory_bytes);
   lock.unlock();
   if (source != nullptr) *source = CacheSource::disk;
@@ -552,6 +624,9 @@ std::optional<std::string> BuildCache::find_remote(const std::string& digest, Ca
   if (outcome != detail::RemoteOutcome::done) {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->note_remote(outcome, problem, count);
+    if (outcome == detail::RemoteOutcome::corrupt || outcome == detail::RemoteOutcome::unverified) {
+      state_->bad_remote.insert(digest);  // the build's write over it repairs it
+    }
     return std::nullopt;
   }
   // The next process on this machine reads it from disk.
@@ -560,7 +635,10 @@ std::optional<std::string> BuildCache::find_remote(const std::string& digest, Ca
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->note_disk_write(digest, written);
   if (state_->disk && written.ok) ++state_->stats.disk_stores;
-  if (count != Count::nothing) ++state_->stats.remote_hits;
+  if (count != Count::nothing) {
+    ++state_->stats.remote_hits;
+    note_counted_hit(state_.get(), digest, CacheSource::remote);
+  }
   state_->insert(digest, payload, config_.max_memory_bytes);
   if (source != nullptr) *source = CacheSource::remote;
   detail::trace_mark("cache hit: remote");
@@ -574,12 +652,19 @@ void BuildCache::put(const CacheKey& key, const std::string& payload) {
   if (state_->disk) written = state_->disk->write(digest, payload);
   detail::RemoteOutcome sent = detail::RemoteOutcome::done;
   std::string problem;
-  if (state_->remote) sent = state_->remote->put(digest, payload, problem);
+  std::uint64_t saved = 0;
+  if (state_->remote) sent = state_->remote->put(digest, payload, problem, &saved);
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->note_disk_write(digest, written);
     if (state_->disk && written.ok) ++state_->stats.disk_stores;
-    if (state_->remote && sent == detail::RemoteOutcome::done) ++state_->stats.remote_writes;
+    if (state_->remote && sent == detail::RemoteOutcome::done) {
+      ++state_->stats.remote_writes;
+      state_->stats.remote_bytes_saved += saved;
+    }
+    // A value found unsound or unverified is overwritten by this build: repaired for every
+    // machine, by the first process that built it.
+    if (state_->bad_remote.erase(digest) != 0 && sent == detail::RemoteOutcome::done) ++state_->stats.remote_repairs;
     state_->note_remote(sent, problem, Count::hit);
     state_->insert(digest, payload, config_.max_memory_bytes);
   }
@@ -817,6 +902,15 @@ void BuildCache::drop(const CacheKey& key, std::string why) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->forget(digest);
   ++state_->stats.corrupt_entries;
+  // The lookup that gave this thread the payload counted a hit: taken back, the rebuild
+  // counts the miss (rebuild(), or the caller's next get_or_build).
+  if (last_counted_hit.cache == state_.get() && last_counted_hit.digest == digest) {
+    last_counted_hit.cache = nullptr;
+    std::uint64_t& hits = last_counted_hit.tier == CacheSource::memory ? state_->stats.memory_hits
+                          : last_counted_hit.tier == CacheSource::disk ? state_->stats.disk_hits
+                                                                       : state_->stats.remote_hits;
+    if (hits > 0) --hits;
+  }
   if (removed == detail::RemoteOutcome::done) ++state_->stats.remote_repairs;
   if (removed != detail::RemoteOutcome::done && removed != detail::RemoteOutcome::missing) {
     state_->note_remote(removed, problem, Count::nothing);
@@ -827,7 +921,14 @@ void BuildCache::drop(const CacheKey& key, std::string why) {
 std::string BuildCache::rebuild(const CacheKey& key, std::string why, const std::function<std::string()>& build,
                                 CacheSource* source) {
   drop(key, std::move(why));
+  // A writer's drop() deleted the value in Redis, so what a look in the flight finds there
+  // (or on disk) is another process's rebuild, waited for: used. A reader's left the bad
+  // value in Redis, which a look would find again: it builds.
+  const bool look_again = !state_->remote || state_->remote->writes();
   return run_once(key.digest(), [&](CacheSource& from) {
+    if (look_again) {
+      if (auto hit = find(key, &from, Count::retry)) return *hit;
+    }
     from = CacheSource::built;
     std::string payload = build();
     put(key, payload);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -26,11 +27,13 @@ namespace {
 
 constexpr std::string_view counters_header = "cujit-counters 1\n";
 constexpr std::string_view zeroed_name = "zeroed";
-constexpr std::size_t counter_count = 16;
+constexpr std::size_t counter_count = 26;
 constexpr std::array<std::string_view, counter_count> counter_names = {
     "memo.hits",   "memo.misses",   "memory.hits", "memory.misses", "disk.hits",        "disk.misses",
     "remote.hits", "remote.misses", "builds",      "stores",        "evictions",        "corrupt",
-    "remote.unverified", "remote.waits", "remote.lock_timeouts", "remote.errors"};
+    "remote.unverified", "remote.waits", "remote.lock_timeouts", "remote.errors",
+    "remote.wait_ms", "remote.skipped", "remote.corrupt", "remote.write_failures", "remote.forbidden",
+    "remote.repairs", "remote.bytes_saved", "process.waits", "process.wait_ms", "process.lock_timeouts"};
 // A holder writes one small file: a lock held longer belongs to a stopped process, and the
 // counts wait for the next batch rather than delay an exit.
 constexpr std::chrono::milliseconds shard_lock_wait{2000};
@@ -38,7 +41,9 @@ constexpr std::chrono::milliseconds shard_lock_wait{2000};
 std::array<std::uint64_t*, counter_count> fields_of(CacheCounters& c) {
   return {&c.memo.hits,   &c.memo.misses,   &c.memory.hits, &c.memory.misses, &c.disk.hits, &c.disk.misses,
           &c.remote.hits, &c.remote.misses, &c.builds,      &c.stores,        &c.evictions, &c.corrupt_entries,
-          &c.remote_unverified, &c.remote_waits, &c.remote_lock_timeouts, &c.remote_errors};
+          &c.remote_unverified, &c.remote_waits, &c.remote_lock_timeouts, &c.remote_errors,
+          &c.remote_wait_ms, &c.remote_skipped, &c.remote_corrupt, &c.remote_write_failures, &c.remote_forbidden,
+          &c.remote_repairs, &c.remote_bytes_saved, &c.process_waits, &c.process_wait_ms, &c.lock_timeouts};
 }
 
 constexpr int open_directory = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
@@ -305,6 +310,14 @@ CacheCounters counters_since(const CacheCounters& now, const CacheCounters& befo
     any = any || *out[i] != 0;
   }
   return delta;
+}
+
+CacheCounters counters_max(const CacheCounters& a, const CacheCounters& b) {
+  CacheCounters larger = a, b_copy = b;
+  const auto out = fields_of(larger);
+  const auto other = fields_of(b_copy);
+  for (std::size_t i = 0; i < counter_count; ++i) *out[i] = std::max(*out[i], *other[i]);
+  return larger;
 }
 
 }  // namespace detail

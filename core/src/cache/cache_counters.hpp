@@ -44,5 +44,7 @@ std::string add_counters(const std::filesystem::path& cache_dir, unsigned shard,
 // The element-wise difference now - before of every count (builds, hits...; not entries,
 // bytes or zeroed_at), and whether any is non-zero.
 CacheCounters counters_since(const CacheCounters& now, const CacheCounters& before, bool& any);
+// The element-wise larger of every count of `a` and `b` (as counters_since, the counts only).
+CacheCounters counters_max(const CacheCounters& a, const CacheCounters& b);
 
 }  // namespace cujit::detail

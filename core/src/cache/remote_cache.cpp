@@ -1,6 +1,10 @@
 #include "cache/remote_cache.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -11,6 +15,7 @@
 
 #include "cache/blocked_signal.hpp"
 #include "cache/disk_cache.hpp"
+#include "cache/remote_compression.hpp"
 #include "cache/remote_hiredis.hpp"
 #include "cujit/cache_key.hpp"
 #include "cujit/error.hpp"
@@ -98,12 +103,78 @@ bool refuses_access(const redisReply& reply) {
          text.find("invalid password") != std::string::npos;
 }
 
+// Error replies only a Redis Cluster node gives: the key lives on another node (MOVED,
+// ASK), keys of one command on several slots (CROSSSLOT), the cluster not serving
+// (CLUSTERDOWN). Never a bad entry: the server is one this tier does not support.
+bool is_cluster_reply(const redisReply& reply) {
+  if (reply.type != REDIS_REPLY_ERROR) return false;
+  const std::string text = reply_text(reply);
+  for (const char* code : {"MOVED ", "ASK ", "CROSSSLOT", "CLUSTERDOWN", "TRYAGAIN"}) {
+    if (text.rfind(code, 0) == 0) return true;
+  }
+  return false;
+}
+
+// The address of `host`, resolved within `timeout`: hiredis resolves a name itself, with no
+// bound (a slow resolver cost 6 s per connection, issue 32), so a name is resolved here, on
+// a thread of its own that is left to finish alone when it takes longer, and hiredis is
+// given the numeric address. A numeric host is returned as it is. Empty with why in `why`.
+std::string address_within(const std::string& host, std::chrono::milliseconds timeout, std::string& why) {
+  in_addr v4{};
+  in6_addr v6{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &v6) == 1) return host;
+  struct Lookup {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::string address, error;
+  };
+  const auto lookup = std::make_shared<Lookup>();
+  try {
+    std::thread([lookup, host] {
+      addrinfo hints{};
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* found = nullptr;
+      const int status = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+      std::string address, error;
+      if (status != 0 || found == nullptr) {
+        error = status != 0 ? ::gai_strerror(status) : "no address";
+      } else {
+        char text[INET6_ADDRSTRLEN] = {};
+        const void* raw = found->ai_family == AF_INET6
+                              ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(found->ai_addr)->sin6_addr)
+                              : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr);
+        if (::inet_ntop(found->ai_family, raw, text, sizeof text) != nullptr) address = text;
+        else error = "an address that cannot be written";
+      }
+      if (found != nullptr) ::freeaddrinfo(found);
+      const std::lock_guard<std::mutex> lock(lookup->mutex);
+      lookup->address = std::move(address);
+      lookup->error = std::move(error);
+      lookup->done = true;
+      lookup->done_cv.notify_all();
+    }).detach();
+  } catch (...) {
+    why = "cannot start a thread to resolve '" + host + "'";
+    return {};
+  }
+  std::unique_lock<std::mutex> lock(lookup->mutex);
+  if (!lookup->done_cv.wait_for(lock, timeout, [&] { return lookup->done; })) {
+    why = "resolving '" + host + "' took more than " + std::to_string(timeout.count()) + " ms";
+    return {};
+  }
+  if (lookup->address.empty()) why = "cannot resolve '" + host + "': " + lookup->error;
+  return lookup->address;
+}
+
 }  // namespace
 
 struct RemoteCache::Connection {
-  explicit Connection(const RemoteSettings& of) : settings(of) {}
+  Connection(const RemoteSettings& of, Unsupported& server) : settings(of), unsupported(server) {}
 
   const RemoteSettings& settings;
+  Unsupported& unsupported;  // shared by the cache's connections
   Context context;
   Clock::time_point retry_after{};
   std::string last_failure;
@@ -140,7 +211,10 @@ struct RemoteCache::Connection {
       return fail(error.what(), problem);
     }
     const BlockedSignal blocked(SIGPIPE);  // a closed connection: EPIPE, not a dead process
-    context.reset(api->redisConnectWithTimeout(settings.url.host.c_str(), settings.url.port, to_timeval(settings.timeout)));
+    std::string why;
+    const std::string address = address_within(settings.url.host, settings.timeout, why);
+    if (address.empty()) return fail(why, problem);
+    context.reset(api->redisConnectWithTimeout(address.c_str(), settings.url.port, to_timeval(settings.timeout)));
     if (!context) return fail("cannot allocate a connection", problem);
     if (context->err != 0) return fail("cannot connect: " + std::string(context->errstr), problem);
     if (api->redisSetTimeout(context.get(), to_timeval(settings.timeout)) != REDIS_OK) {
@@ -160,13 +234,19 @@ struct RemoteCache::Connection {
       if (!reply) return fail("SELECT failed: " + std::string(context->errstr), problem);
       if (reply->type == REDIS_REPLY_ERROR) return fail("SELECT " + db + " refused: " + reply_text(*reply), problem);
     }
-    return RemoteOutcome::done;
+    return refuse_a_cluster(problem);
   }
 
   // The reply to one command, connecting first if needed; null with `outcome` skipped or
   // unavailable. An error reply that refuses this client drops the connection too.
   Reply command(const std::vector<std::string_view>& args, RemoteOutcome& outcome, std::string& problem,
                 Access access = Access::read) {
+    if (unsupported.set) {
+      outcome = RemoteOutcome::unsupported;
+      const std::lock_guard<std::mutex> lock(unsupported.mutex);
+      problem = unsupported.why;
+      return nullptr;
+    }
     if (!context) {
       if (Clock::now() < retry_after) {
         outcome = RemoteOutcome::skipped;
@@ -184,15 +264,47 @@ struct RemoteCache::Connection {
       outcome = fail(std::string(args.front()) + " refused: " + reply_text(*reply), problem);
       return nullptr;
     }
+    if (is_cluster_reply(*reply)) {
+      outcome = refuse_cluster(std::string(args.front()) + " answered " + reply_text(*reply), problem);
+      return nullptr;
+    }
     outcome = RemoteOutcome::done;
     return reply;
+  }
+
+  // Switches the tier off for good: the server is a Redis Cluster node.
+  RemoteOutcome refuse_cluster(const std::string& sign, std::string& problem) {
+    context.reset();
+    {
+      const std::lock_guard<std::mutex> lock(unsupported.mutex);
+      if (unsupported.why.empty()) {
+        unsupported.why = settings.url.redacted() + " is a Redis Cluster node (" + sign +
+                          "): the remote tier needs one Redis server (a primary, with replicas if wanted), not a "
+                          "cluster (docs/cache.md, \"Redis Cluster\"); it is off for this process, builds go on";
+      }
+      problem = unsupported.why;
+    }
+    unsupported.set = true;
+    return RemoteOutcome::unsupported;
+  }
+
+  // Whether the server runs in cluster mode (INFO cluster says cluster_enabled:1). A server
+  // that refuses INFO (an ACL without it) is taken as it is: a cluster shows itself by its
+  // MOVED / ASK replies then (command()).
+  RemoteOutcome refuse_a_cluster(std::string& problem) {
+    Reply reply = send({"INFO", "cluster"});
+    if (!reply) return fail("INFO cluster failed: " + std::string(context->errstr), problem);
+    if (reply->type == REDIS_REPLY_STRING && reply_text(*reply).find("cluster_enabled:1") != std::string::npos) {
+      return refuse_cluster("INFO cluster: cluster_enabled:1", problem);
+    }
+    return RemoteOutcome::done;
   }
 };
 
 RemoteCache::RemoteCache(RemoteSettings settings)
     : settings_(std::move(settings)),
-      connection_(std::make_unique<Connection>(settings_)),
-      lock_connection_(std::make_unique<Connection>(settings_)) {
+      connection_(std::make_unique<Connection>(settings_, unsupported_)),
+      lock_connection_(std::make_unique<Connection>(settings_, unsupported_)) {
   writes_ = !settings_.trust || settings_.trust->writes();
 }
 
@@ -242,6 +354,19 @@ RemoteOutcome RemoteCache::get(const std::string& key, std::string& payload, std
   } else {
     entry_bytes = unchecked_entry(value);  // an unauthenticated tier, opted into
   }
+  // Verified first, inflated second: nothing an untrusted writer chose is inflated. A value
+  // without the compression magic is an entry written before compression, read as it is.
+  std::string inflated;
+  if (is_compressed_value(entry_bytes)) {
+    std::string why;
+    std::optional<std::string> entry = inflate_value(entry_bytes, why);
+    if (!entry) {
+      problem = "the value of " + value_key(key) + " is not a sound entry: " + why;
+      return RemoteOutcome::corrupt;
+    }
+    inflated = std::move(*entry);
+    entry_bytes = inflated;
+  }
   DecodedEntry entry = decode_entry(key, std::string(entry_bytes));
   if (!entry.payload) {
     problem = "the value of " + value_key(key) + " is not a sound entry: " + entry.problem;
@@ -251,10 +376,14 @@ RemoteOutcome RemoteCache::get(const std::string& key, std::string& payload, std
   return RemoteOutcome::done;
 }
 
-RemoteOutcome RemoteCache::put(const std::string& key, const std::string& payload, std::string& problem) {
+RemoteOutcome RemoteCache::put(const std::string& key, const std::string& payload, std::string& problem,
+                               std::uint64_t* saved) {
   if (!writes()) return RemoteOutcome::read_only;
   const std::string name = value_key(key);
-  std::string bytes = encode_entry(key, payload);
+  const std::string entry = encode_entry(key, payload);
+  // Compressed before it is signed: the signature covers the bytes Redis holds.
+  std::string bytes = compress_value(entry);
+  const std::uint64_t saved_bytes = entry.size() > bytes.size() ? entry.size() - bytes.size() : 0;
   if (settings_.trust && settings_.trust->signer) {
     bytes = sign_value(*settings_.trust->signer, name, bytes);
     if (bytes.empty()) {
@@ -269,7 +398,10 @@ RemoteOutcome RemoteCache::put(const std::string& key, const std::string& payloa
   RemoteOutcome outcome{};
   const Reply reply = connection_->command(args, outcome, problem, Access::write);
   if (!reply) return outcome;
-  if (reply->type == REDIS_REPLY_STATUS) return RemoteOutcome::done;
+  if (reply->type == REDIS_REPLY_STATUS) {
+    if (saved != nullptr) *saved = saved_bytes;
+    return RemoteOutcome::done;
+  }
   return write_refused("SET " + name,
                        reply->type == REDIS_REPLY_ERROR ? reply_text(*reply)
                                                         : "a reply of type " + std::to_string(reply->type),
@@ -459,7 +591,7 @@ RemoteOutcome not_built_in(std::string& problem) {
 RemoteCache::RemoteCache(RemoteSettings settings) : settings_(std::move(settings)) { writes_ = false; }
 RemoteCache::~RemoteCache() = default;
 RemoteOutcome RemoteCache::get(const std::string&, std::string&, std::string& problem) { return not_built_in(problem); }
-RemoteOutcome RemoteCache::put(const std::string&, const std::string&, std::string& problem) {
+RemoteOutcome RemoteCache::put(const std::string&, const std::string&, std::string& problem, std::uint64_t*) {
   return not_built_in(problem);
 }
 RemoteOutcome RemoteCache::write_refused(const std::string&, const std::string&, std::string& problem) {

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -74,6 +75,10 @@ enum class RemoteOutcome {
   read_only,    // put, lock: not tried: this client does not write
   unavailable,  // the call failed now (connect, timeout, authentication, connection lost)
   skipped,      // not tried: within the back-off after a failure
+  // A Redis Cluster node (INFO cluster: cluster_enabled:1 when connecting, or a MOVED / ASK /
+  // CROSSSLOT / CLUSTERDOWN reply): not supported, the tier is off for this process from
+  // then on, every call answering this without a round trip (unsupported_reason()).
+  unsupported,
 };
 
 class RemoteCache {
@@ -84,11 +89,16 @@ class RemoteCache {
   RemoteCache& operator=(const RemoteCache&) = delete;
 
   // One GET; a hit is a checked entry for `key` (a digest), its payload in `payload`: its
-  // signature verified (when a verifier is configured), then its key and checksum.
+  // signature verified (when a verifier is configured), then inflated when compressed, then
+  // its key and checksum. A value stored uncompressed (by a cujit before compression) is
+  // read as it is.
   RemoteOutcome get(const std::string& key, std::string& payload, std::string& problem);
-  // SET (with PX when a TTL is configured) of the encoded entry, signed when a signer is
-  // configured; `read_only` without trying when this client does not write.
-  RemoteOutcome put(const std::string& key, const std::string& payload, std::string& problem);
+  // SET (with PX when a TTL is configured) of the encoded entry, compressed
+  // (remote_compression.hpp) and then signed when a signer is configured; `read_only`
+  // without trying when this client does not write. `saved`, when done: the bytes
+  // compression kept out of Redis.
+  RemoteOutcome put(const std::string& key, const std::string& payload, std::string& problem,
+                    std::uint64_t* saved = nullptr);
   // DEL of the value of `key`, when this client writes: the repair of a value that
   // verified but that its caller cannot decode (BuildCache::drop). `read_only` otherwise.
   RemoteOutcome remove(const std::string& key, std::string& problem);
@@ -129,8 +139,21 @@ class RemoteCache {
   // Whether this client writes values and locks now: as configured, until Redis refuses it
   // a write (NOPERM), which switches writes off for the rest of its life.
   bool writes() const noexcept { return writes_.load(std::memory_order_relaxed); }
+  // Whether the server was found to be a Redis Cluster node, and why (empty while not).
+  bool unsupported() const noexcept { return unsupported_.set.load(std::memory_order_relaxed); }
+  std::string unsupported_reason() const {
+    const std::lock_guard<std::mutex> lock(unsupported_.mutex);
+    return unsupported_.why;
+  }
 
  private:
+  // Set once, by whichever connection meets the sign first; read by both.
+  struct Unsupported {
+    std::atomic<bool> set{false};
+    mutable std::mutex mutex;
+    std::string why;
+  };
+  Unsupported unsupported_;
   // The outcome of a write's error reply: a refusal of this client's permission switches
   // writes off (`forbidden`), anything else is `refused`. `what` names the command.
   RemoteOutcome write_refused(const std::string& what, const std::string& reply, std::string& problem);

@@ -101,8 +101,10 @@ std::shared_ptr<const std::vector<LinkableCode>> remembered_code_for(LinkProvide
     std::string payload = cache.get_or_build(key, [&] { return encode_items(ask()); });
     auto decoded = decode_items(payload);
     if (!decoded) {
-      cache.drop(key, "the remembered provider answer does not decode");
-      decoded = ask();
+      // Replaced in every tier by a fresh answer, counted as a miss and a repair.
+      payload = cache.rebuild(key, "the remembered provider answer does not decode", [&] { return encode_items(ask()); });
+      decoded = decode_items(payload);
+      if (!decoded) decoded = ask();
     }
     items = std::make_shared<const Items>(std::move(*decoded));
   }

@@ -473,10 +473,12 @@ CachedLink Linker::link_cached() const {
   std::string payload = cache_->get_or_build(key, [&] { return encode_link(link()); }, &source);
   auto result = decode_link(payload, backend_);
   if (!result) {
-    // An entry whose checksum holds but whose record does not decode: dropped, counted,
-    // and linked afresh (it would fail every later build otherwise).
-    cache_->drop(key, "the cached link does not decode");
-    return CachedLink{link(), CacheSource::built, key.digest()};
+    // An entry whose checksum holds but whose record does not decode: dropped everywhere
+    // and linked afresh in the key's flight, stored over it and counted as a miss and a
+    // repair (it would fail every later build otherwise).
+    payload = cache_->rebuild(key, "the cached link does not decode", [&] { return encode_link(link()); }, &source);
+    result = decode_link(payload, backend_);
+    if (!result) return CachedLink{link(), CacheSource::built, key.digest()};
   }
   return CachedLink{std::move(*result), source, key.digest()};
 }
