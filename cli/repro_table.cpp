@@ -175,13 +175,14 @@ int repro_table(const ReproOptions& options) {
       }
     }
     nlohmann::json row{{"scenario", file.stem().string()}, {"file", file.string()}};
-    markdown += "| " + file.stem().string() + " |";
+    markdown += "| " + markdown_cell({file.stem().string(), "", "", true}) + " |";
     for (const char* column : columns) {
       const auto found = cells.find(column);
       if (found == cells.end()) continue;
       row["cells"][column] = {{"verdict", found->second.verdict}, {"log", found->second.log}, {"detail", found->second.detail}};
       markdown += " " + markdown_cell(found->second) + " |";
     }
+    markdown += "\n";
     rows.push_back(row);
   }
   std::string versions = "cujit environment: " + (environment.empty() ? std::string("(no bundle)") : environment);

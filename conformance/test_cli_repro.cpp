@@ -98,6 +98,12 @@ TEST(HostileCliReproUsage, MalformedFileAndMissingFileAreExit2) {
 
 // ---- from any directory, replays and the verdict table (issue 29) ----------------------------
 
+// TempDir::write into a subdirectory, created first.
+std::filesystem::path put(const test::TempDir& dir, const std::string& name, const std::string& bytes) {
+  std::filesystem::create_directories((dir.path() / name).parent_path());
+  return dir.write(name, bytes);
+}
+
 test::cli::Run repro_with(std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> env,
                           const std::filesystem::path& cwd) {
   test::cli::Spec spec;
@@ -146,19 +152,19 @@ TEST(CliReproAnywhere, EveryCommittedFileRunsFromAnyDirectoryAndFromACopyOfTheSe
 struct FakeStacks {
   test::TempDir dir;
   FakeStacks() {
-    dir.write("site/cupy/__init__.py", "__version__ = '0.0-fake'\n");
-    dir.write("site/numba/__init__.py", "");
-    dir.write("site/numba/cuda/__init__.py", "raise ImportError('fake numba.cuda: not installed here')\n");
-    dir.write("set/fixtures/.keep", "");
+    put(dir, "site/cupy/__init__.py", "__version__ = '0.0-fake'\n");
+    put(dir, "site/numba/__init__.py", "");
+    put(dir, "site/numba/cuda/__init__.py", "raise ImportError('fake numba.cuda: not installed here')\n");
+    put(dir, "set/fixtures/.keep", "");
   }
   std::vector<std::pair<std::string, std::string>> env() const { return {{"PYTHONPATH", (dir.path() / "site").string()}}; }
   // set/repro/NAME.json, linking one inline PTX function (no device needed), with a CuPy
   // replay printing `outcome` and a numba-cuda replay; `expect` is cujit's expectation.
   std::filesystem::path scenario(const std::string& name, const std::string& outcome, const std::string& expect) {
-    dir.write("set/replays/" + name + "/replay_cupy.py",
+    put(dir, "set/replays/" + name + "/replay_cupy.py",
               "print('CUJIT_REPLAY {\"outcome\": \"" + outcome + "\", \"toolkit\": \"fake 1.0\"}')\n");
-    dir.write("set/replays/" + name + "/replay_numba_cuda.py", "raise SystemExit('must not run')\n");
-    return dir.write("set/repro/" + name + ".json", R"({"schema": 1, "name": ")" + name + R"(", "found_here": "a test",
+    put(dir, "set/replays/" + name + "/replay_numba_cuda.py", "raise SystemExit('must not run')\n");
+    return put(dir, "set/repro/" + name + ".json", R"({"schema": 1, "name": ")" + name + R"(", "found_here": "a test",
       "inputs": [{"inline": ".version 8.0\n.target sm_90\n.address_size 64\n.visible .func f() { ret; }\n", "format": "ptx", "name": "f.ptx"}],
       "options": {"arch": "sm_90"}, "expect": )" + expect + R"(,
       "replays": [

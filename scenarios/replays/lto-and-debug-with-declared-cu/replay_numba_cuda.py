@@ -22,8 +22,7 @@ from numba import cuda  # noqa: E402
 
 def toolkit():
     try:
-        from numba.cuda.cudadrv import runtime
-        return "CUDA runtime %d.%d" % runtime.get_version()
+        return "CUDA runtime %d.%d" % tuple(cuda.runtime.get_version())
     except Exception as error:
         return "unknown (%s)" % type(error).__name__
 

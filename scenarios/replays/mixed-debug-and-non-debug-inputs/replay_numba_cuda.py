@@ -20,8 +20,7 @@ from numba import cuda  # noqa: E402
 
 def toolkit():
     try:
-        from numba.cuda.cudadrv import runtime
-        return "CUDA runtime %d.%d" % runtime.get_version()
+        return "CUDA runtime %d.%d" % tuple(cuda.runtime.get_version())
     except Exception as error:  # the version is for the record; its absence is not the outcome
         return "unknown (%s)" % type(error).__name__
 

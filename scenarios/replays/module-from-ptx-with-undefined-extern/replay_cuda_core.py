@@ -35,7 +35,8 @@ def toolkit():
 try:
     device = Device(0)
     device.set_current()
-    arch = "sm_%s" % device.arch
+    capability = device.compute_capability
+    arch = "sm_%d%d" % (capability.major, capability.minor)
 except Exception as error:
     report("needs-device", "%s: %s" % (type(error).__name__, error), toolkit())
 try:

@@ -41,8 +41,8 @@ def ltoir(name):
 
 
 try:
-    dev_add = ltoir("dev_add.cu")
-    objects = [ltoir("mixed_kernel.cu"), dev_add, ObjectCode.from_ltoir(dev_add.code), ltoir("dev_mul.cu")]
+    # dev_add.cu compiled twice: two identical LTO-IR objects, as a link list naming it twice.
+    objects = [ltoir("mixed_kernel.cu"), ltoir("dev_add.cu"), ltoir("dev_add.cu"), ltoir("dev_mul.cu")]
 except Exception as error:
     report("setup-error", "%s: %s" % (type(error).__name__, error), toolkit())
 try:
