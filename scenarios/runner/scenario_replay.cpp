@@ -18,6 +18,7 @@ namespace {
 constexpr std::size_t max_replay_output = std::size_t{1} << 20;
 constexpr std::size_t max_log_chars = 64 * 1024;
 constexpr std::string_view marker = "CUJIT_REPLAY ";
+static_assert(marker.substr(0, replay_marker.size()) == replay_marker && marker.size() == replay_marker.size() + 1);
 
 struct StackModule {
   const char* stack;

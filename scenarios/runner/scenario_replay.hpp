@@ -20,6 +20,9 @@
 
 namespace cujit::scenarios {
 
+// What starts a replay's outcome line; one space and the JSON object follow it.
+inline constexpr std::string_view replay_marker = "CUJIT_REPLAY";
+
 enum class ReplayVerdict {
   reproduced,     // the outcome the report described: the stack still has the bug
   fixed,          // the scenario's fixed_outcome
