@@ -130,6 +130,7 @@ void expect_ran(const test::cli::Run& out) {
 // for "path" inputs.
 TEST(CliReproAnywhere, EveryCommittedFileRunsFromAnyDirectoryAndFromACopyOfTheSet) {
   test::TempDir elsewhere;
+  std::filesystem::create_directories(elsewhere.path() / "set");
   for (const char* part : {"repro", "fixtures", "replays"}) {
     std::filesystem::copy(test::scenario_path(part), elsewhere.path() / "set" / part,
                           std::filesystem::copy_options::recursive);
