@@ -97,8 +97,16 @@ struct ReproOptions {
   bool in_process = false;
   // Internal: the isolated child reports its progress on this descriptor (-1: none).
   int progress_fd = -1;
+  // Run the scenario's replays through upstream stacks (--no-replays: cujit's verdict only).
+  bool replays = true;
+  // --all [DIR] --out OUT [--stacks]: every scenario of DIR (`scenario`; empty: the source
+  // tree's scenarios/repro) as one verdict table in OUT, with the stacks' replays.
+  bool all = false;
+  bool stacks = false;
+  std::string out_dir;
 };
 int repro(const ReproOptions& options);
+int repro_table(const ReproOptions& options);
 
 struct CacheOptions {
   std::string action = "stats";  // stats | clear | path | explain

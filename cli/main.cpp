@@ -120,6 +120,12 @@ int run_command_line(int argc, char** argv) {
   repro_cmd->add_flag("--no-cache", repro_options.no_cache, "Run the scenario without a build cache (CUJIT_CACHE=off)");
   repro_cmd->add_option("--capture", repro_options.capture_dir,
                         "Run the command after -- with CUJIT_CAPTURE_DIR set to this directory; list the scenario files it left");
+  repro_cmd->add_flag("--no-replays{false}", repro_options.replays,
+                      "Do not run the scenario's replays through upstream stacks (numba-cuda, cuda.core, CuPy)");
+  repro_cmd->add_flag("--all", repro_options.all,
+                      "Run every scenario file of a directory (default: the source tree's scenarios/repro) into one verdict table");
+  repro_cmd->add_flag("--stacks", repro_options.stacks, "With --all: add a column per upstream stack (its replays)");
+  repro_cmd->add_option("--out", repro_options.out_dir, "With --all: write verdicts.md, verdicts.json and logs/ here");
   // Internal: how the isolated child reports progress to its parent.
   repro_cmd->add_option("--progress-fd", repro_options.progress_fd)->check(CLI::Range(3, 9))->group("");
 
@@ -163,6 +169,16 @@ int run_command_line(int argc, char** argv) {
     if (repro_cmd->parsed()) {
       if (!repro_options.capture_dir.empty()) {
         repro_options.command = repro_args;
+      } else if (repro_options.all) {
+        if (repro_args.size() > 1) {
+          std::cerr << "cujit repro --all: give at most one directory of scenario files\n";
+          return exit_usage;
+        }
+        if (!repro_args.empty()) repro_options.scenario = repro_args.front();
+        return repro_table(repro_options);
+      } else if (repro_options.stacks || !repro_options.out_dir.empty()) {
+        std::cerr << "cujit repro: --stacks and --out belong to --all\n";
+        return exit_usage;
       } else if (repro_args.size() != 1) {
         std::cerr << "cujit repro: give one scenario file (or --capture DIR -- COMMAND...)\n";
         return exit_usage;

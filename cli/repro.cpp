@@ -7,6 +7,10 @@
 // rather than a dead command. The child writes the bundle to the standard output it
 // shares with this process; its stderr passes through here.
 //
+// The scenario's replays (docs/scenario-format.md, "Replays") run after cujit's steps, each
+// in a python3 child of its own with a time limit; --no-replays leaves them out. Their
+// verdicts are printed in the bundle and never change the exit status, which is cujit's.
+//
 // CUJIT_LINKER forces the backend of every step (the scenario file's "backend" included),
 // as it forces every link of a process; an unknown value is a usage error.
 //
@@ -124,7 +128,11 @@ int run_here(const ReproOptions& options) {
     apply_linker_environment(scenario, true);
     progress(fd, what_runs(scenario));
     if (fd >= 0) test_seam_crash();
-    const scenarios::ScenarioReport report = scenarios::run_scenario(scenario, fixture_dir());
+    scenarios::ScenarioReport report = scenarios::run_scenario(scenario, fixture_dir());
+    if (options.replays && !scenario.replays.empty()) {
+      progress(fd, "running the replays through upstream stacks");
+      report.replays = scenarios::run_replays(scenario, scenarios::replay_options_from_environment());
+    }
     progress(fd, "printing the bundle");
     std::cout << (options.json ? scenarios::render_json(report) + "\n" : scenarios::render_text(report));
     progress(fd, finished);
@@ -202,6 +210,7 @@ int run_isolated(const ReproOptions& options) {
                                 std::to_string(child_progress_fd)});
   child.environment = cache_environment(options);
   if (options.json) child.argv.emplace_back("--json");
+  if (!options.replays) child.argv.emplace_back("--no-replays");
   child.argv.insert(child.argv.end(), {"--", options.scenario});
   child.err = Sink::capture;
   child.report_fd = child_progress_fd;

@@ -3,7 +3,10 @@
 // in the isolated child (the default) and in process.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_test_support.hpp"
+#include "cujit/device.hpp"
 
 namespace cujit {
 namespace {
@@ -91,6 +94,155 @@ TEST(HostileCliReproUsage, MalformedFileAndMissingFileAreExit2) {
   EXPECT_NE(missing.err.find("none.json"), std::string::npos) << missing.all();
   const auto usage = repro({});
   EXPECT_EQ(usage.exit_code, 2) << usage.all();
+}
+
+// ---- from any directory, replays and the verdict table (issue 29) ----------------------------
+
+// TempDir::write into a subdirectory, created first.
+std::filesystem::path put(const test::TempDir& dir, const std::string& name, const std::string& bytes) {
+  std::filesystem::create_directories((dir.path() / name).parent_path());
+  return dir.write(name, bytes);
+}
+
+test::cli::Run repro_with(std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> env,
+                          const std::filesystem::path& cwd) {
+  test::cli::Spec spec;
+  spec.args = std::move(args);
+  spec.args.insert(spec.args.begin(), "repro");
+  spec.env = std::move(env);
+  spec.cwd = cwd;
+  spec.unset = {"CUJIT_LINKER", "CUJIT_TEST_REPRO_CRASH", "CUJIT_BUILD_DIR", "CUJIT_SCENARIO_PATH"};
+  return test::cli::run_cujit(spec);
+}
+
+// Without a device, a scenario that needs one exits 2 saying so; that is the only exit 2.
+void expect_ran(const test::cli::Run& out) {
+  if (out.exit_code == 2 && !has_device()) {
+    EXPECT_NE(out.err.find("needs a CUDA device"), std::string::npos) << out.all();
+  } else {
+    EXPECT_EQ(out.exit_code, 0) << out.all();
+    EXPECT_NE(out.out.find("verdict: as expected"), std::string::npos) << out.all();
+  }
+}
+
+// Every committed file, run from another directory and from a copy of the scenario set
+// elsewhere (another checkout, a download): no usage error, no build fixture set needed
+// for "path" inputs.
+TEST(CliReproAnywhere, EveryCommittedFileRunsFromAnyDirectoryAndFromACopyOfTheSet) {
+  test::TempDir elsewhere;
+  std::filesystem::create_directories(elsewhere.path() / "set");
+  for (const char* part : {"repro", "fixtures", "replays"}) {
+    std::filesystem::copy(test::scenario_path(part), elsewhere.path() / "set" / part,
+                          std::filesystem::copy_options::recursive);
+  }
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::scenario_path("repro"))) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().filename().string());
+    expect_ran(repro_with({"--no-replays", entry.path().string()}, {}, elsewhere.path()));
+    const auto copy = elsewhere.path() / "set" / "repro" / entry.path().filename();
+    expect_ran(repro_with({"--no-replays", std::filesystem::relative(copy, elsewhere.path()).string()}, {},
+                          elsewhere.path()));
+  }
+  EXPECT_GE(files, 17u);
+}
+
+// A fake CuPy on PYTHONPATH (and a numba.cuda that cannot import), so that the command's
+// replay path runs the same on a CPU machine and on one with the real stacks.
+struct FakeStacks {
+  test::TempDir dir;
+  FakeStacks() {
+    put(dir, "site/cupy/__init__.py", "__version__ = '0.0-fake'\n");
+    put(dir, "site/numba/__init__.py", "");
+    put(dir, "site/numba/cuda/__init__.py", "raise ImportError('fake numba.cuda: not installed here')\n");
+    put(dir, "set/fixtures/.keep", "");
+  }
+  std::vector<std::pair<std::string, std::string>> env() const { return {{"PYTHONPATH", (dir.path() / "site").string()}}; }
+  // set/repro/NAME.json, linking one inline PTX function (no device needed), with a CuPy
+  // replay printing `outcome` and a numba-cuda replay; `expect` is cujit's expectation.
+  std::filesystem::path scenario(const std::string& name, const std::string& outcome, const std::string& expect) {
+    put(dir, "set/replays/" + name + "/replay_cupy.py",
+              "print('CUJIT_REPLAY {\"outcome\": \"" + outcome + "\", \"toolkit\": \"fake 1.0\"}')\n");
+    put(dir, "set/replays/" + name + "/replay_numba_cuda.py", "raise SystemExit('must not run')\n");
+    return put(dir, "set/repro/" + name + ".json", R"({"schema": 1, "name": ")" + name + R"(", "found_here": "a test",
+      "inputs": [{"inline": ".version 8.0\n.target sm_90\n.address_size 64\n.visible .func f() { ret; }\n", "format": "ptx", "name": "f.ptx"}],
+      "options": {"arch": "sm_90"}, "expect": )" + expect + R"(,
+      "replays": [
+        {"stack": "cupy", "program": "../replays/)" + name + R"(/replay_cupy.py", "reported_outcome": "link-error", "fixed_outcome": "ok"},
+        {"stack": "numba-cuda", "program": "../replays/)" + name + R"(/replay_numba_cuda.py", "reported_outcome": "link-error", "fixed_outcome": "ok"}]})");
+  }
+};
+
+TEST(CliReproReplays, EachReplayIsReportedAndNeverChangesCujitsExitStatus) {
+  FakeStacks fake;
+  const auto file = fake.scenario("upstream-still-broken", "link-error", R"({"outcome": "success"})");
+  const auto out = repro_with({file.string()}, fake.env(), fake.dir.path());
+  EXPECT_EQ(out.exit_code, 0) << out.all();
+  EXPECT_NE(out.out.find("cupy 0.0-fake: reproduced (outcome link-error; reported link-error, fixed ok) toolkit fake 1.0"),
+            std::string::npos)
+      << out.all();
+  EXPECT_NE(out.out.find("numba-cuda: not installed"), std::string::npos) << out.all();
+  EXPECT_NE(out.out.find("fake numba.cuda: not installed here"), std::string::npos) << out.all();
+  const auto json_out = repro_with({"--json", file.string()}, fake.env(), fake.dir.path());
+  EXPECT_EQ(json_out.exit_code, 0) << json_out.all();
+  const auto doc = nlohmann::json::parse(json_out.out);
+  ASSERT_EQ(doc["replays"].size(), 2u) << json_out.out;
+  EXPECT_EQ(doc["replays"][0]["verdict"], "reproduced");
+  EXPECT_EQ(doc["replays"][1]["verdict"], "not installed");
+  const auto none = repro_with({"--no-replays", file.string()}, fake.env(), fake.dir.path());
+  EXPECT_EQ(none.exit_code, 0) << none.all();
+  EXPECT_EQ(none.out.find("replays"), std::string::npos) << none.all();
+}
+
+// --all --stacks --out: one table, scenarios x {cujit-nvjitlink, cujit-driver, numba-cuda,
+// cuda.core, cupy}, in markdown and JSON, each cell naming a log that exists; exit 0 when
+// cujit's verdicts hold, 1 when one does not, whatever the stacks say.
+TEST(CliReproTable, AllStacksWritesOneTableWhoseCellsLinkTheirLogs) {
+  FakeStacks fake;
+  fake.scenario("a-fixed-upstream", "ok", R"({"outcome": "success"})");
+  fake.scenario("b-still-broken-upstream", "link-error", R"({"outcome": "success"})");
+  const auto out_dir = fake.dir.path() / "out";
+  const auto run = repro_with({"--all", (fake.dir.path() / "set" / "repro").string(), "--stacks", "--out", out_dir.string()},
+                              fake.env(), fake.dir.path());
+  EXPECT_EQ(run.exit_code, 0) << run.all();
+  const auto doc = nlohmann::json::parse(test::read_bytes(out_dir / "verdicts.json"));
+  EXPECT_EQ(doc["columns"], nlohmann::json({"cujit-nvjitlink", "cujit-driver", "numba-cuda", "cuda.core", "cupy"}));
+  ASSERT_EQ(doc["rows"].size(), 2u);
+  const auto& a = doc["rows"][0]["cells"];
+  const auto& b = doc["rows"][1]["cells"];
+  EXPECT_EQ(a["cujit-nvjitlink"]["verdict"], "as expected");
+  EXPECT_EQ(a["cujit-driver"]["verdict"], "not in file");
+  EXPECT_EQ(a["cupy"]["verdict"], "fixed");
+  EXPECT_EQ(b["cupy"]["verdict"], "reproduced");
+  EXPECT_EQ(a["numba-cuda"]["verdict"], "not installed");
+  EXPECT_EQ(a["cuda.core"]["verdict"], "no replay");
+  for (const auto& row : doc["rows"]) {
+    for (const auto& [column, cell] : row["cells"].items()) {
+      const std::string log = cell["log"];
+      if (log.empty()) continue;
+      EXPECT_TRUE(std::filesystem::is_regular_file(out_dir / log)) << column << ": " << log;
+    }
+  }
+  const std::string markdown = test::read_bytes(out_dir / "verdicts.md");
+  EXPECT_NE(markdown.find("| scenario | cujit-nvjitlink | cujit-driver | numba-cuda | cuda.core | cupy |"), std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| b-still-broken-upstream | [as expected](logs/b-still-broken-upstream.cujit.txt) |"),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("[reproduced](logs/b-still-broken-upstream.cupy.log)"), std::string::npos) << markdown;
+
+  // One cujit verdict that does not hold: exit 1, and the table is still written.
+  fake.scenario("c-cujit-wrong", "ok", R"({"outcome": "error", "kind": "link"})");
+  const auto failing = repro_with({"--all", (fake.dir.path() / "set" / "repro").string(), "--out", out_dir.string()},
+                                  fake.env(), fake.dir.path());
+  EXPECT_EQ(failing.exit_code, 1) << failing.all();
+  const auto second = nlohmann::json::parse(test::read_bytes(out_dir / "verdicts.json"));
+  EXPECT_EQ(second["rows"][2]["cells"]["cujit-nvjitlink"]["verdict"], "not as expected");
+  EXPECT_EQ(second["columns"].size(), 2u) << "without --stacks, cujit's columns only";
+  // --all needs --out; --stacks and --out need --all.
+  EXPECT_EQ(repro_with({"--all"}, {}, fake.dir.path()).exit_code, 2);
+  EXPECT_EQ(repro_with({"--stacks", "x.json"}, {}, fake.dir.path()).exit_code, 2);
 }
 
 }  // namespace

@@ -453,11 +453,13 @@ TEST_F(HostileScenarioPaths, InputRootsAddDirectories) {
   LoadOptions options;
   options.input_roots = {dir.path()};
   EXPECT_NO_THROW((void)scenarios::load_scenario(file, options));
-  // By default the committed fixture sources are a root: scenarios/repro names "../fixtures/...".
+  // scenarios/repro names "../fixtures/...": the set's own fixtures, beside the file's
+  // directory, with or without the build's fixture set as a root.
   EXPECT_NO_THROW((void)scenarios::load_scenario(test::scenario_path("repro/nrt-only-in-external-ptx.json")));
   LoadOptions no_roots;
   no_roots.input_roots.clear();
-  expect_rejected_file(test::scenario_path("repro/nrt-only-in-external-ptx.json"), "leads outside", no_roots);
+  EXPECT_NO_THROW((void)scenarios::load_scenario(test::scenario_path("repro/nrt-only-in-external-ptx.json"), no_roots));
+  expect_rejected_file(file, "leads outside", no_roots);
 }
 
 // The check runs again as the input is read: a file swapped for a symlink after loading is
@@ -504,6 +506,162 @@ TEST_F(HostileScenarioPaths, InputFilesThatAreNotRegularOrArePatchedPastTheEndAr
                      EXPECT_NE(std::string(error.what()).find("inputs[0].patch[0] (offset 1073741824, 2 bytes) reaches past"),
                                std::string::npos)
                      << error.what(););
+}
+
+// ---- a scenario set from anywhere (issue 29) ------------------------------------------------
+
+// A scenario set is DIR/<any>/s.json with DIR/fixtures and DIR/replays beside: a file reads
+// those two directories and its own, whatever DIR is, and nothing else. The class of paths
+// is generated: every sequence of up to three parts from ones that climb, stay, descend into
+// the set, or take a symlink out; each path either loads and resolves inside the allowed
+// directories, or is refused naming the field. None may load and point elsewhere.
+TEST_F(HostileScenarioPaths, GeneratedPathsNeverResolveOutsideTheScenarioSet) {
+  fs::create_directories(dir.path() / "fixtures" / "sub");
+  fs::create_directories(dir.path() / "replays" / "s");
+  fs::create_directories(dir.path() / "elsewhere");
+  dir.write("fixtures/x.ptx", ".version 9.0\n");
+  dir.write("fixtures/sub/y.ptx", ".version 9.0\n");
+  dir.write("replays/s/replay.py", "print('CUJIT_REPLAY {\"outcome\": \"ok\"}')\n");
+  dir.write("elsewhere/secret.ptx", ".version 9.0\n");
+  fs::create_directories(scenario_dir());
+  fs::create_symlink(dir.path() / "elsewhere", dir.path() / "fixtures" / "link_out");
+  fs::create_symlink(dir.path() / "elsewhere" / "secret.ptx", scenario_dir() / "file_out.ptx");
+  const std::vector<fs::path> allowed = {fs::canonical(scenario_dir()), fs::canonical(dir.path() / "fixtures"),
+                                         fs::canonical(dir.path() / "replays")};
+  const auto inside_allowed = [&](const fs::path& path) {
+    const fs::path real = fs::weakly_canonical(path);
+    return std::any_of(allowed.begin(), allowed.end(), [&](const fs::path& root) {
+      const auto [end, ignored] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
+      return end == root.end();
+    });
+  };
+  const std::vector<std::string> parts = {"..", ".", "fixtures", "replays", "sub", "link_out", "elsewhere",
+                                          "scenarios", "x.ptx", "secret.ptx", "file_out.ptx", "s"};
+  LoadOptions no_roots;
+  no_roots.input_roots.clear();
+  std::size_t loaded = 0, refused = 0;
+  std::vector<std::size_t> index;
+  for (std::size_t length = 1; length <= 3; ++length) {
+    index.assign(length, 0);
+    while (true) {
+      fs::path relative;
+      for (std::size_t i : index) relative /= parts[i];
+      for (const bool absolute : {false, true}) {
+        const std::string text = absolute ? (scenario_dir() / relative).string() : relative.string();
+        SCOPED_TRACE(text);
+        const std::string doc = R"({"schema": 1, "name": "x", "inputs": [{"path": )" + json(text).dump() +
+                                R"(}], "expect": {"outcome": "success"}})";
+        const fs::path file = dir.write("scenarios/s.json", doc);
+        try {
+          const scenarios::Scenario scenario = scenarios::load_scenario(file, no_roots);
+          ++loaded;
+          EXPECT_FALSE(absolute) << "an absolute path loaded";
+          const fs::path named = std::get<scenarios::InputFile>(scenario.inputs.at(0).source).path;
+          EXPECT_TRUE(inside_allowed(named)) << "loaded, but leads to " << fs::weakly_canonical(named);
+          // And again when read: input_file_path must agree.
+          EXPECT_NO_THROW((void)scenarios::input_file_path(scenario, scenario.inputs.at(0), dir.path() / "fixtures"));
+        } catch (const ScenarioFileError& error) {
+          ++refused;
+          EXPECT_NE(std::string(error.what()).find("inputs[0].path"), std::string::npos) << error.what();
+          if (!absolute) {
+            EXPECT_FALSE(inside_allowed(scenario_dir() / relative)) << "refused inside: " << error.what();
+          }
+        }
+      }
+      std::size_t at = 0;
+      while (at < length && ++index[at] == parts.size()) index[at++] = 0;
+      if (at == length) break;
+    }
+  }
+  // The generator reaches both sides: paths into the set load, escapes are refused.
+  EXPECT_GT(loaded, 20u);
+  EXPECT_GT(refused, 200u);
+}
+
+// A "fixtures" or "replays" beside the file's directory counts only when it is a real
+// directory: one that is a symlink could lead anywhere.
+TEST_F(HostileScenarioPaths, ASetDirectoryThatIsASymlinkIsNotPartOfTheSet) {
+  fs::create_directories(dir.path() / "elsewhere");
+  dir.write("elsewhere/secret.ptx", ".version 9.0\n");
+  fs::create_directory_symlink(dir.path() / "elsewhere", dir.path() / "fixtures");
+  LoadOptions no_roots;
+  no_roots.input_roots.clear();
+  expect_rejected_file(write_scenario(R"([{"path": "../fixtures/secret.ptx"}])"), "leads outside", no_roots);
+  EXPECT_TRUE(scenarios::scenario_set_roots(scenario_dir()).empty());
+  fs::remove(dir.path() / "fixtures");
+  fs::create_directory(dir.path() / "fixtures");
+  dir.write("fixtures/ok.ptx", ".version 9.0\n");
+  EXPECT_NO_THROW((void)scenarios::load_scenario(write_scenario(R"([{"path": "../fixtures/ok.ptx"}])"), no_roots));
+}
+
+// CUJIT_SCENARIO_PATH adds directories (colon-separated) to the default LoadOptions.
+TEST_F(HostileScenarioPaths, ScenarioPathAddsDirectories) {
+  fs::create_directories(dir.path() / "extra");
+  dir.write("extra/e.ptx", ".version 9.0\n");
+  const fs::path file = write_scenario(R"([{"path": "../extra/e.ptx"}])");
+  ::unsetenv("CUJIT_SCENARIO_PATH");
+  expect_rejected_file(file, "leads outside");
+  ::setenv("CUJIT_SCENARIO_PATH", ("/nonexistent::" + (dir.path() / "extra").string()).c_str(), 1);
+  EXPECT_NO_THROW((void)scenarios::load_scenario(file));
+  EXPECT_EQ(scenarios::scenario_path_from_environment(),
+            (std::vector<fs::path>{"/nonexistent", dir.path() / "extra"}));
+  ::unsetenv("CUJIT_SCENARIO_PATH");
+}
+
+// Every committed scenario works from a copy of the scenario set anywhere (another
+// checkout, a download): no build's fixture set is needed for its "path" inputs and replay
+// programs. And every one says where it comes from.
+TEST(ScenarioSet, EveryCommittedFileLoadsFromACopyElsewhereAndNamesItsOrigin) {
+  test::TempDir copy;
+  for (const char* part : {"repro", "fixtures", "replays"}) {
+    fs::copy(test::scenario_path(part), copy.path() / part, fs::copy_options::recursive);
+  }
+  LoadOptions no_roots;
+  no_roots.input_roots.clear();
+  std::size_t files = 0, replays = 0;
+  for (const auto& entry : fs::directory_iterator(copy.path() / "repro")) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().filename().string());
+    scenarios::Scenario scenario;
+    ASSERT_NO_THROW(scenario = scenarios::load_scenario(entry.path(), no_roots));
+    EXPECT_NE(scenario.reported_at.empty(), scenario.found_here.empty()) << "reported_at or found_here, one of them";
+    for (const scenarios::Replay& replay : scenario.replays) {
+      ++replays;
+      EXPECT_TRUE(fs::is_regular_file(replay.program)) << replay.program;
+      const fs::path real = fs::canonical(replay.program);
+      EXPECT_EQ(real.string().rfind(fs::canonical(copy.path()).string(), 0), 0u) << real;
+    }
+  }
+  EXPECT_GE(files, 17u);
+  EXPECT_GE(replays, 8u);
+}
+
+TEST_F(HostileScenarioFile, ReplaysAreChecked) {
+  const auto with_replays = [](const std::string& replays) {
+    return R"({"schema": 1, "name": "x", "inputs": [{"inline": ".version 9.0\n", "format": "ptx"}],
+               "expect": {"outcome": "success"}, "replays": )" + replays + "}";
+  };
+  const std::string good = R"({"stack": "cupy", "program": "r.py", "reported_outcome": "link-error", "fixed_outcome": "ok"})";
+  EXPECT_NO_THROW((void)scenarios::load_scenario(dir.write("good.json", with_replays("[" + good + "]"))));
+  expect_rejected(with_replays(R"([{"stack": "torch", "program": "r.py", "reported_outcome": "a", "fixed_outcome": "b"}])"),
+                  "replays[0].stack must be one of");
+  expect_rejected(with_replays("[" + good + ", " + good + "]"), "replays[1].stack names \"cupy\" a second time");
+  expect_rejected(with_replays(R"([{"stack": "cupy", "program": "r.sh", "reported_outcome": "a", "fixed_outcome": "b"}])"),
+                  "replays[0].program must name a Python file");
+  expect_rejected(with_replays(R"([{"stack": "cupy", "program": "/tmp/r.py", "reported_outcome": "a", "fixed_outcome": "b"}])"),
+                  "replays[0].program must be relative");
+  expect_rejected(with_replays(R"([{"stack": "cupy", "program": "../../r.py", "reported_outcome": "a", "fixed_outcome": "b"}])"),
+                  "replays[0].program \"../../r.py\" leads outside");
+  expect_rejected(with_replays(R"([{"stack": "cupy", "program": "r.py", "reported_outcome": "ok", "fixed_outcome": "ok"}])"),
+                  "replays[0].fixed_outcome must differ");
+  expect_rejected(with_replays(R"([{"stack": "cupy", "program": "r.py", "reported_outcome": "Link Error", "fixed_outcome": "ok"}])"),
+                  "replays[0].reported_outcome must be an outcome word");
+  expect_rejected(with_replays(R"([{"stack": "cupy", "program": "r.py", "reported_outcome": "a"}])"),
+                  "replays[0].fixed_outcome is missing");
+  expect_rejected(R"({"schema": 1, "name": "x", "reported_at": "a/b#1", "found_here": "f",
+                      "inputs": [{"inline": ".version 9.0\n", "format": "ptx"}], "expect": {"outcome": "success"}})",
+                  "found_here and reported_at");
 }
 
 }  // namespace

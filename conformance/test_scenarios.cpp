@@ -4,7 +4,13 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+
 #include "runner/scenario_file.hpp"
+#include "runner/scenario_replay.hpp"
 #include "runner/scenario_render.hpp"
 #include "runner/scenario_run.hpp"
 #include "support/fixtures.hpp"
@@ -152,6 +158,14 @@ TEST(ScenarioDocs, TheFormatPageShowsACommittedFileVerbatimAndEveryFileAsItRuns)
   const auto end = page.find("```", start + 8);
   EXPECT_EQ(page.substr(start + 8, end - start - 8), test::read_bytes(test::scenario_path("repro/" + file)))
       << "the example is not " << file << " as committed";
+  // The replay the example names, verbatim too (issue 29: a maintainer adds one from this).
+  const std::string replay = "replays/lto-and-debug-with-declared-cu/replay_cuda_core.py";
+  const auto shown = page.find("`scenarios/" + replay + "`, as committed");
+  ASSERT_NE(shown, std::string::npos);
+  const auto code = page.find("```python\n", shown);
+  ASSERT_NE(code, std::string::npos);
+  const auto code_end = page.find("```", code + 10);
+  EXPECT_EQ(page.substr(code + 10, code_end - code - 10), test::read_bytes(test::scenario_path(replay)));
   for (const auto& entry : std::filesystem::directory_iterator(test::scenario_path("repro"))) {
     if (entry.path().extension() != ".json") continue;
     const scenarios::Scenario scenario = scenarios::load_scenario(entry.path());
@@ -180,6 +194,187 @@ TEST_F(GpuScenarioBuilders, GraphBuilderLaunchesThroughACapturedGraph) {
   const scenarios::ScenarioReport report =
       scenarios::run_scenario(scenarios::load_scenario(file, trusted), test::fixture_path(""));
   EXPECT_EQ(report.verdict, scenarios::Verdict::as_expected) << scenarios::render_text(report);
+}
+
+// ---- replays through upstream stacks (issue 29) ----------------------------------------------
+
+// TempDir::write into a subdirectory, created first.
+std::filesystem::path put(const test::TempDir& dir, const std::string& name, const std::string& bytes) {
+  std::filesystem::create_directories((dir.path() / name).parent_path());
+  return dir.write(name, bytes);
+}
+
+// A fake stack on PYTHONPATH: "installed" packages that import, and "absent" ones whose
+// import fails, shadowing whatever the machine has, so that every verdict is exercised
+// on a CPU machine and on the GPU machine alike, where the real stacks are installed.
+class Replays : public ::testing::Test {
+ protected:
+  test::TempDir dir;
+  std::string saved_path;
+  bool had_path = false;
+
+  void SetUp() override {
+    if (const char* value = std::getenv("PYTHONPATH")) {
+      had_path = true;
+      saved_path = value;
+    }
+    put(dir, "site/cupy/__init__.py", "__version__ = '0.0-fake'\n");
+    put(dir, "site/numba/__init__.py", "");
+    put(dir, "site/numba/cuda/__init__.py", "raise ImportError('fake numba.cuda: not installed here')\n");
+    put(dir, "site/cuda/__init__.py", "");
+    put(dir, "site/cuda/core/__init__.py", "import sys\nsys.exit(7)\n");
+    ::setenv("PYTHONPATH", (dir.path() / "site").c_str(), 1);
+    put(dir, "set/fixtures/.keep", "");
+  }
+  void TearDown() override {
+    if (had_path) ::setenv("PYTHONPATH", saved_path.c_str(), 1);
+    else ::unsetenv("PYTHONPATH");
+  }
+
+  // A scenario in dir/set/repro with one replay per (stack, program text).
+  scenarios::Scenario scenario(const std::vector<std::pair<std::string, std::string>>& replays) {
+    std::string list;
+    int index = 0;
+    for (const auto& [stack, program] : replays) {
+      const std::string name = "r" + std::to_string(index++) + ".py";
+      put(dir, "set/replays/s/" + name, program);
+      list += std::string(list.empty() ? "" : ", ") + R"({"stack": ")" + stack + R"(", "program": "../replays/s/)" +
+              name + R"(", "reported_outcome": "link-error", "fixed_outcome": "ok"})";
+    }
+    const auto file = put(dir, "set/repro/s.json", R"({"schema": 1, "name": "s", "found_here": "a test",
+        "inputs": [{"inline": ".version 9.0\n", "format": "ptx"}], "expect": {"outcome": "success"},
+        "replays": [)" + list + "]}");
+    return scenarios::load_scenario(file);
+  }
+};
+
+std::string prints(const std::string& outcome) {
+  return "print('CUJIT_REPLAY {\"outcome\": \"" + outcome + "\", \"detail\": \"d\", \"toolkit\": \"t 1.0\"}')\n";
+}
+
+TEST_F(Replays, EveryOutcomeOfAnInstalledStackHasItsVerdict) {
+  const std::string flood = "import sys\nsys.stdout.write('x' * (3 << 20))\n" + prints("ok");
+  const std::vector<std::pair<std::string, std::pair<scenarios::ReplayVerdict, std::string>>> programs = {
+      {prints("link-error"), {scenarios::ReplayVerdict::reproduced, "link-error"}},
+      {prints("ok"), {scenarios::ReplayVerdict::fixed, "ok"}},
+      {prints("wrong-result"), {scenarios::ReplayVerdict::other_outcome, "wrong-result"}},
+      {prints("needs-device"), {scenarios::ReplayVerdict::needs_device, "needs-device"}},
+      // The last marker line counts; one inside a line does not.
+      {prints("ok") + prints("link-error") + "print('x CUJIT_REPLAY {\"outcome\": \"ok\"}')\n",
+       {scenarios::ReplayVerdict::reproduced, "link-error"}},
+      {"print('no outcome here')\n", {scenarios::ReplayVerdict::other_outcome, ""}},
+      {"print('CUJIT_REPLAY not json')\n", {scenarios::ReplayVerdict::other_outcome, ""}},
+      {"print('CUJIT_REPLAY {\"outcome\": 5}')\n", {scenarios::ReplayVerdict::other_outcome, ""}},
+      {"import os\nos.abort()\n", {scenarios::ReplayVerdict::other_outcome, ""}},
+      {"raise SystemExit(3)\n", {scenarios::ReplayVerdict::other_outcome, ""}},
+      {flood, {scenarios::ReplayVerdict::other_outcome, ""}},
+  };
+  // Generous: the interpreter may start slowly on a loaded machine (a pyenv shim is a script).
+  scenarios::ReplayOptions options = scenarios::replay_options_from_environment();
+  options.replay_timeout = std::chrono::milliseconds(120'000);
+  for (const auto& [program, expected] : programs) {
+    SCOPED_TRACE(program.substr(0, 120));
+    const auto reports = scenarios::run_replays(scenario({{"cupy", program}}), options);
+    ASSERT_EQ(reports.size(), 1u);
+    const scenarios::ReplayReport& report = reports[0];
+    EXPECT_EQ(report.verdict, expected.first) << to_string(report.verdict) << ": " << report.detail << "\n" << report.log;
+    EXPECT_EQ(report.outcome, expected.second);
+    EXPECT_FALSE(report.stack_version.empty()) << "an installed stack has a version";
+    EXPECT_EQ(report.stack, "cupy");
+    if (!expected.second.empty()) {
+      EXPECT_EQ(report.toolkit, "t 1.0");
+    } else {
+      EXPECT_NE(report.detail.find("without a CUJIT_REPLAY outcome line"), std::string::npos) << report.detail;
+    }
+    EXPECT_LE(report.log.size(), std::size_t{70 * 1024}) << "the log is bounded";
+  }
+}
+
+// A replay that does not end is killed at its time limit: another outcome, saying so.
+TEST_F(Replays, AReplayPastItsTimeLimitIsKilled) {
+  scenarios::ReplayOptions options = scenarios::replay_options_from_environment();
+  options.replay_timeout = std::chrono::milliseconds(5000);
+  const auto reports = scenarios::run_replays(scenario({{"cupy", "import time\ntime.sleep(600)\n" + prints("ok")}}), options);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].verdict, scenarios::ReplayVerdict::other_outcome);
+  EXPECT_NE(reports[0].detail.find("killed after its time limit"), std::string::npos) << reports[0].detail;
+}
+
+TEST_F(Replays, AStackPython3CannotImportIsNotInstalledWithItsReasonAndItsProgramNeverRuns) {
+  // The programs would leave a file if they ran.
+  const std::string marker = (dir.path() / "ran").string();
+  const std::string program = "open(" + nlohmann::json(marker).dump() + ", 'w').write('x')\n" + prints("ok");
+  const auto reports =
+      scenarios::run_replays(scenario({{"numba-cuda", program}, {"cuda.core", program}}), scenarios::replay_options_from_environment());
+  ASSERT_EQ(reports.size(), 2u);
+  for (const scenarios::ReplayReport& report : reports) {
+    SCOPED_TRACE(report.stack);
+    EXPECT_EQ(report.verdict, scenarios::ReplayVerdict::not_installed) << report.detail;
+    EXPECT_TRUE(report.outcome.empty());
+    EXPECT_TRUE(report.stack_version.empty());
+  }
+  EXPECT_NE(reports[0].detail.find("import numba.cuda"), std::string::npos) << reports[0].detail;
+  EXPECT_NE(reports[0].detail.find("fake numba.cuda: not installed here"), std::string::npos) << reports[0].detail;
+  EXPECT_NE(reports[1].detail.find("exited with status 7"), std::string::npos) << reports[1].detail;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  // An interpreter that cannot run makes every stack "not installed", saying why.
+  scenarios::ReplayOptions missing;
+  missing.python = (dir.path() / "no-such-python").string();
+  const auto none = scenarios::run_replays(scenario({{"cupy", prints("ok")}}), missing);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].verdict, scenarios::ReplayVerdict::not_installed);
+  EXPECT_NE(none[0].detail.find("could not start"), std::string::npos) << none[0].detail;
+}
+
+// A replay program swapped for a symlink out of the set after loading is not run.
+TEST_F(Replays, TheProgramIsCheckedAgainBeforeItRuns) {
+  const scenarios::Scenario loaded = scenario({{"cupy", prints("ok")}});
+  put(dir, "elsewhere.py", prints("link-error"));
+  std::filesystem::remove(dir.path() / "set/replays/s/r0.py");
+  std::filesystem::create_symlink(dir.path() / "elsewhere.py", dir.path() / "set/replays/s/r0.py");
+  const auto reports = scenarios::run_replays(loaded, scenarios::replay_options_from_environment());
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].verdict, scenarios::ReplayVerdict::other_outcome);
+  EXPECT_NE(reports[0].detail.find("leads outside"), std::string::npos) << reports[0].detail;
+}
+
+TEST_F(Replays, TheBundleShowsEachReplayAndKeepsCujitsVerdict) {
+  scenarios::ScenarioReport report;
+  report.name = "s";
+  report.verdict = scenarios::Verdict::as_expected;
+  report.replays = scenarios::run_replays(scenario({{"cupy", prints("link-error")}}), scenarios::replay_options_from_environment());
+  const std::string text = scenarios::render_text(report);
+  EXPECT_NE(text.find("cupy 0.0-fake: reproduced (outcome link-error; reported link-error, fixed ok) toolkit t 1.0"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("verdict: as expected"), std::string::npos) << text;
+  const auto doc = nlohmann::json::parse(scenarios::render_json(report));
+  EXPECT_EQ(doc["replays"][0]["verdict"], "reproduced");
+  EXPECT_EQ(doc["replays"][0]["stack"], "cupy");
+  EXPECT_EQ(doc["verdict"], "as expected");
+}
+
+// parse_replay_output over generated output: only a line that starts with the marker and
+// holds a JSON object with a string outcome counts, and the last such line wins.
+TEST(ReplayOutput, OnlyAWholeMarkerLineWithAStringOutcomeCounts) {
+  const std::vector<std::string> noise = {"", "x\n", "CUJIT_REPLAY\n", "CUJIT_REPLAY {}\n", " CUJIT_REPLAY {\"outcome\": \"no\"}\n",
+                                          "CUJIT_REPLAY {\"outcome\": [1]}\n", "CUJIT_REPLAY [\"outcome\"]\n",
+                                          "\xff\xfe\n"};
+  const std::string good = "CUJIT_REPLAY {\"outcome\": \"ok\", \"detail\": \"d\"}\n";
+  for (const std::string& before : noise) {
+    for (const std::string& after : noise) {
+      SCOPED_TRACE(before + "|" + after);
+      EXPECT_EQ(scenarios::parse_replay_output(before + after).outcome, "");
+      // The last line that starts with the marker decides, valid or not.
+      const auto line = scenarios::parse_replay_output(before + good + after);
+      if (after.rfind("CUJIT_REPLAY ", 0) == 0) {
+        EXPECT_EQ(line.outcome, "");
+      } else {
+        EXPECT_EQ(line.outcome, "ok");
+        EXPECT_EQ(line.detail, "d");
+      }
+    }
+  }
 }
 
 }  // namespace

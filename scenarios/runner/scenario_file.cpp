@@ -13,6 +13,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <limits>
 #include <set>
@@ -45,6 +46,35 @@ std::filesystem::path committed_fixture_sources() {
 #else
   return {};
 #endif
+}
+
+std::vector<std::filesystem::path> scenario_path_from_environment() {
+  std::vector<std::filesystem::path> dirs;
+  const char* value = std::getenv("CUJIT_SCENARIO_PATH");
+  if (value == nullptr) return dirs;
+  const std::string text = value;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(':', start), text.size());
+    if (end > start) dirs.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return dirs;
+}
+
+std::vector<std::filesystem::path> scenario_set_roots(const std::filesystem::path& scenario_dir) {
+  std::vector<std::filesystem::path> roots;
+  std::error_code error;
+  const std::filesystem::path dir = std::filesystem::canonical(scenario_dir, error);
+  if (error || !dir.has_parent_path() || dir == dir.root_path()) return roots;
+  for (const char* name : {"fixtures", "replays"}) {
+    const std::filesystem::path root = dir.parent_path() / name;
+    // symlink_status: a "fixtures" that is a symlink could lead anywhere; it is not the set.
+    if (std::filesystem::symlink_status(root, error).type() == std::filesystem::file_type::directory) {
+      roots.push_back(root);
+    }
+  }
+  return roots;
 }
 
 namespace {
@@ -523,6 +553,40 @@ std::vector<Input> read_inputs(const Field& doc, const fs::path& scenario_dir, c
   return inputs;
 }
 
+// ---- replays ------------------------------------------------------------------------------
+
+// An outcome word a replay prints: lower-case letters, digits and '-', at most 40.
+std::string outcome_word(const Field& field) {
+  const std::string text = field.non_empty_string();
+  const bool word = text.size() <= 40 && std::all_of(text.begin(), text.end(), [](char c) {
+                      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+                    });
+  if (!word) field.fail("must be an outcome word (a-z, 0-9 and '-', at most 40), not " + quote(text));
+  return text;
+}
+
+std::vector<Replay> read_replays(const Field& field, const fs::path& scenario_dir, const Scenario& scenario) {
+  std::vector<Replay> replays;
+  for (const Field& entry : field.array()) {
+    entry.object({"stack", "program", "reported_outcome", "fixed_outcome"});
+    Replay replay;
+    replay.field = entry.where();
+    replay.stack = entry.at("stack").one_of({"numba-cuda", "cuda.core", "cupy"});
+    for (const Replay& other : replays) {
+      if (other.stack == replay.stack) entry.at("stack").fail("names " + quote(replay.stack) + " a second time");
+    }
+    replay.program = input_path(entry.at("program"), scenario_dir, scenario);
+    if (replay.program.extension() != ".py") entry.at("program").fail("must name a Python file (.py)");
+    replay.reported_outcome = outcome_word(entry.at("reported_outcome"));
+    replay.fixed_outcome = outcome_word(entry.at("fixed_outcome"));
+    if (replay.fixed_outcome == replay.reported_outcome) {
+      entry.at("fixed_outcome").fail("must differ from reported_outcome, or no run could tell them apart");
+    }
+    replays.push_back(std::move(replay));
+  }
+  return replays;
+}
+
 // ---- launch ------------------------------------------------------------------------------
 
 Dim3 read_dim(const Field& launch, const char* key) {
@@ -630,7 +694,9 @@ BackendChoice read_backend(const Field& doc) {
 std::vector<fs::path> input_roots(const fs::path& scenario_dir, const LoadOptions& options) {
   std::vector<fs::path> roots;
   if (auto dir = resolved(scenario_dir)) roots.push_back(*dir);
-  for (const fs::path& root : options.input_roots) {
+  std::vector<fs::path> others = scenario_set_roots(scenario_dir);
+  others.insert(others.end(), options.input_roots.begin(), options.input_roots.end());
+  for (const fs::path& root : others) {
     std::error_code error;
     if (root.empty() || !fs::is_directory(root, error)) continue;
     if (auto dir = resolved(root)) roots.push_back(*dir);
@@ -711,8 +777,8 @@ Scenario read_scenario(const Field& doc, const LoadOptions& options) {
   if (!schema.value().is_number_unsigned() || schema.value().get<std::uint64_t>() != schema_version) {
     schema.wrong_type(std::to_string(schema_version));
   }
-  doc.object({"schema", "name", "reported", "reported_at", "cujit", "builder", "backend", "inputs", "options",
-              "launch", "expect", "steps", "reported_failure", "reduce"});
+  doc.object({"schema", "name", "reported", "reported_at", "found_here", "cujit", "builder", "backend", "inputs",
+              "options", "launch", "expect", "steps", "reported_failure", "reduce", "replays"});
   Scenario scenario;
   scenario.file = doc.file();
   scenario.name = doc.at("name").non_empty_string();
@@ -720,6 +786,10 @@ Scenario read_scenario(const Field& doc, const LoadOptions& options) {
   scenario.builder = read_builder(doc);
   if (auto f = doc.find("reported")) scenario.reported = f->string();
   if (auto f = doc.find("reported_at")) scenario.reported_at = read_reported_at(*f);
+  if (auto f = doc.find("found_here")) scenario.found_here = f->non_empty_string();
+  if (doc.has("reported_at") && doc.has("found_here")) {
+    doc.at("found_here").fail("and reported_at: a scenario was either reported upstream or found here, not both");
+  }
   if (auto f = doc.find("cujit")) scenario.cujit_behaviour = f->string();
   scenario.steps = read_steps(doc);
   if (auto f = doc.find("reported_failure")) scenario.reported_failure = read_error_match(*f);
@@ -727,6 +797,7 @@ Scenario read_scenario(const Field& doc, const LoadOptions& options) {
   scenario.allow_paths_outside = options.allow_paths_outside;
   scenario.input_roots = input_roots(scenario_dir, options);
   scenario.inputs = read_inputs(doc, scenario_dir, scenario);
+  if (auto f = doc.find("replays")) scenario.replays = read_replays(*f, scenario_dir, scenario);
   if (auto f = doc.find("launch")) scenario.launch = read_launch(*f);
   if (auto f = doc.find("reduce")) scenario.reduce = read_reduce(*f);
   check_builder(doc, scenario);

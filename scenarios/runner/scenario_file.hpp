@@ -173,12 +173,27 @@ struct ReduceSpecFile {
   std::string op = "sum";  // sum, min, max, or "declared"
 };
 
+// The upstream stacks a replay may be written for (scenario_replay.hpp probes them).
+inline constexpr const char* replay_stacks[] = {"numba-cuda", "cuda.core", "cupy"};
+
+// A small program in an upstream stack's own API that reproduces the reported case and
+// prints its outcome (docs/scenario-format.md, "Replays").
+struct Replay {
+  std::string field;              // "replays[0]", for messages
+  std::string stack;              // one of replay_stacks
+  std::filesystem::path program;  // resolved and confined as a "path" input
+  std::string reported_outcome;   // the outcome the report described: "reproduced"
+  std::string fixed_outcome;      // the outcome once the stack handles the case: "fixed"
+};
+
 struct Scenario {
   std::filesystem::path file;
   std::string name;
   std::string reported;         // what was reported upstream
   std::string reported_at;      // where: "owner/repository#N" or an https URL; may be empty
+  std::string found_here;       // no upstream report: what cujit's own work found
   std::string cujit_behaviour;  // what cujit does
+  std::vector<Replay> replays;  // at most one per stack
   Builder builder = Builder::linker;
   BackendChoice backend = BackendChoice::nvjitlink;
   std::vector<Input> inputs;                // non-empty
@@ -209,10 +224,25 @@ inline constexpr std::uint64_t max_output_bytes = std::uint64_t{256} << 20;
 // the files in scenarios/repro name as "../fixtures/...".
 std::filesystem::path committed_fixture_sources();
 
+// The directories of CUJIT_SCENARIO_PATH (colon-separated, empty entries skipped): fixture
+// sets a user names for scenarios kept elsewhere.
+std::vector<std::filesystem::path> scenario_path_from_environment();
+
+// The directories of a scenario set beside the scenario file's directory D: D/../fixtures
+// and D/../replays (a checkout's scenarios/ layout: repro/, fixtures/, replays/), each
+// only when it is a real directory, not a symlink, so that a scenario from anywhere
+// finds the set it came with and nothing else.
+std::vector<std::filesystem::path> scenario_set_roots(const std::filesystem::path& scenario_dir);
+
 struct LoadOptions {
-  // Directories, besides the scenario file's own, whose files "path" inputs may name: the
-  // fixture set. A directory that does not exist is ignored.
-  std::vector<std::filesystem::path> input_roots = {committed_fixture_sources()};
+  // Directories, besides the scenario file's own and its scenario set's
+  // (scenario_set_roots), whose files "path" inputs and replay programs may name: the
+  // build's fixture set and CUJIT_SCENARIO_PATH. A directory that does not exist is ignored.
+  std::vector<std::filesystem::path> input_roots = [] {
+    std::vector<std::filesystem::path> roots = scenario_path_from_environment();
+    roots.insert(roots.begin(), committed_fixture_sources());
+    return roots;
+  }();
   // false (the default): a "path" input is relative and resolves, ".." and symlinks
   // followed, inside the scenario file's directory or one of input_roots; a "fixture" is a
   // relative name without ".." that resolves inside the run's fixture directory. Anything

@@ -41,6 +41,7 @@ std::string render_text(const ScenarioReport& report) {
   out << "scenario: " << p(report.name) << "\n";
   if (!report.reported.empty()) out << "reported: " << p(report.reported) << "\n";
   if (!report.reported_at.empty()) out << "reported at: " << p(report.reported_at) << "\n";
+  if (!report.found_here.empty()) out << "found here: " << p(report.found_here) << "\n";
   if (!report.cujit_behaviour.empty()) out << "cujit:    " << p(report.cujit_behaviour) << "\n";
   out << "environment: " << p(report.environment) << "\n";
   out << "inputs:\n";
@@ -65,6 +66,18 @@ std::string render_text(const ScenarioReport& report) {
     }
     out << "  verdict: " << to_string(step.verdict) << (step.why.empty() ? "" : " (" + p(step.why) + ")") << "\n";
   }
+  if (!report.replays.empty()) out << "replays (upstream stacks; cujit's verdict below is its own):\n";
+  for (const ReplayReport& replay : report.replays) {
+    out << "  " << p(replay.stack) << (replay.stack_version.empty() ? "" : " " + p(replay.stack_version)) << ": "
+        << to_string(replay.verdict);
+    if (!replay.outcome.empty()) {
+      out << " (outcome " << p(replay.outcome) << "; reported " << p(replay.reported_outcome) << ", fixed "
+          << p(replay.fixed_outcome) << ")";
+    }
+    if (!replay.toolkit.empty()) out << " toolkit " << p(replay.toolkit);
+    out << "\n";
+    if (!replay.detail.empty()) out << "    " << p(replay.detail) << "\n";
+  }
   out << "verdict: " << to_string(report.verdict) << "\n";
   return out.str();
 }
@@ -75,6 +88,7 @@ std::string render_json(const ScenarioReport& report) {
   doc["scenario"] = report.name;
   doc["reported"] = report.reported;
   doc["reported_at"] = report.reported_at;
+  if (!report.found_here.empty()) doc["found_here"] = report.found_here;
   doc["cujit"] = report.cujit_behaviour;
   doc["environment"] = report.environment;
   doc["verdict"] = to_string(report.verdict);
@@ -87,7 +101,14 @@ std::string render_json(const ScenarioReport& report) {
                             {"outcome", describe_outcome(step)}, {"log", step.log}, {"output", step.launch_output},
                             {"verdict", to_string(step.verdict)}, {"why", step.why}});
   }
-  return doc.dump(2);
+  for (const ReplayReport& replay : report.replays) {
+    doc["replays"].push_back({{"stack", replay.stack}, {"program", replay.program},
+                              {"verdict", to_string(replay.verdict)}, {"outcome", replay.outcome},
+                              {"reported_outcome", replay.reported_outcome}, {"fixed_outcome", replay.fixed_outcome},
+                              {"stack_version", replay.stack_version}, {"toolkit", replay.toolkit},
+                              {"detail", replay.detail}, {"log", replay.log}});
+  }
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace cujit::scenarios

@@ -450,6 +450,7 @@ ScenarioReport run_scenario(const Scenario& scenario, const fs::path& fixture_di
   report.reported = scenario.reported;
   report.reported_at = scenario.reported_at;
   report.cujit_behaviour = scenario.cujit_behaviour;
+  report.found_here = scenario.found_here;
   report.environment = environment();
 
   CacheConfig cache_config;

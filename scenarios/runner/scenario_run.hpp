@@ -14,6 +14,7 @@
 #include "cujit/format.hpp"
 #include "cujit/linker.hpp"
 #include "runner/scenario_file.hpp"
+#include "runner/scenario_replay.hpp"
 
 namespace cujit::scenarios {
 
@@ -51,12 +52,16 @@ struct ScenarioReport {
   std::string name;
   std::string reported;         // what was reported upstream
   std::string reported_at;      // where it was reported (empty: not known)
+  std::string found_here;       // no upstream report: what cujit's own work found
   std::string cujit_behaviour;  // what cujit does
   std::vector<InputReport> inputs;
   std::vector<StepReport> steps;
   Verdict verdict = Verdict::as_expected;  // the worst over the steps
   // Versions and device, for the diagnostic bundle.
   std::string environment;
+  // The scenario's replays through upstream stacks (run_replays; filled by the caller, who
+  // decides whether they run). They never change `verdict`: that is cujit's own.
+  std::vector<ReplayReport> replays;
 };
 
 // Runs the scenario. `fixture_dir` is where the build put the fixtures that scenarios
