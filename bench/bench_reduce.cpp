@@ -54,12 +54,59 @@ namespace {
 // the module), else sm_90.
 Arch build_arch() { return has_device() ? Arch::of_device(0) : Arch::parse("sm_90"); }
 
-reduce::ReduceSpec build_spec(const char* type, bool pch) {
+reduce::ReduceSpec build_spec(const char* type, bool pch, reduce::Backend backend = reduce::Backend::handwritten) {
   reduce::ReduceSpec spec;
   spec.input = spec.output = spec.accumulator = Type::parse(type);
   spec.arch = build_arch();
   spec.config.precompiled_header = pch;
+  spec.backend = backend;
   return spec;
+}
+
+std::filesystem::path cache_dir() {
+  return std::filesystem::temp_directory_path() / ("cujit-bench-reduce-cache-" + std::to_string(::getpid()));
+}
+
+// ---- the CUB backend's build (issue 28): CUB's own DeviceReduce kernels, JIT-built --------
+
+// Cold: no cache, no precompiled header; NVRTC's own cache as the file's state says.
+void reduce_cub_cold(benchmark::State& state) {
+  BuildCache off(cache_config(CacheMode::off));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(reduce::build_reduce(build_spec("int32", false, reduce::Backend::cub), off));
+  }
+}
+
+// A second type in the same process, after an int32 build (headers read, NVRTC warm).
+void reduce_cub_second_type(benchmark::State& state) {
+  BuildCache off(cache_config(CacheMode::off));
+  (void)reduce::build_reduce(build_spec("int32", false, reduce::Backend::cub), off);  // untimed
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(reduce::build_reduce(build_spec("float64", false, reduce::Backend::cub), off));
+  }
+}
+
+void reduce_cub_memory_hit(benchmark::State& state) {
+  BuildCache cache(cache_config(CacheMode::memory));
+  const reduce::ReduceSpec spec = build_spec("int32", false, reduce::Backend::cub);
+  const auto first = reduce::build_reduce_shared(spec, cache);
+  for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce_shared(spec, cache));
+  if (reduce::build_reduce_shared(spec, cache) != first) state.SkipWithError("the memory hit did not return the memorized object");
+}
+
+std::string prepared_cub_cache_dir() {
+  static const std::string dir = [] {
+    const std::string path = cache_dir().string() + "-cub";
+    BuildCache cache(cache_config(CacheMode::disk, path));
+    (void)reduce::build_reduce(build_spec("int32", false, reduce::Backend::cub), cache);
+    return path;
+  }();
+  return dir;
+}
+
+void reduce_cub_disk_hit_new_process(benchmark::State& state) {
+  const std::string dir = prepared_cub_cache_dir();
+  for (auto _ : state) state.SetIterationTime(std::stod(run_self({"reduce_disk_hit", dir, "cub"})));
 }
 
 void reduce_cold(benchmark::State& state) {
@@ -71,10 +118,6 @@ void reduce_pch_warm(benchmark::State& state) {
   BuildCache off(cache_config(CacheMode::off));
   (void)reduce::build_reduce(build_spec("int32", true), off);  // creates the header: untimed
   for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce(build_spec("float64", true), off));
-}
-
-std::filesystem::path cache_dir() {
-  return std::filesystem::temp_directory_path() / ("cujit-bench-reduce-cache-" + std::to_string(::getpid()));
 }
 
 // A disk cache holding the int32 build, made once per process.
@@ -122,17 +165,30 @@ void register_build() {
       ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
   benchmark::RegisterBenchmark("cujit/reduce_build/disk_hit_new_process", reduce_disk_hit_new_process)
       ->Unit(benchmark::kMillisecond)->Iterations(quick() ? 1 : 3)->Repetitions(reps)->UseManualTime();
+  // The CUB backend: seconds per cold build, full mode only.
+  if (quick()) return;
+  benchmark::RegisterBenchmark("cujit/reduce_build_cub/cold", reduce_cub_cold)
+      ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(repetitions(3));
+  benchmark::RegisterBenchmark("cujit/reduce_build_cub/second_type", reduce_cub_second_type)
+      ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(repetitions(3));
+  benchmark::RegisterBenchmark("cujit/reduce_build_cub/memory_hit", reduce_cub_memory_hit)
+      ->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+  benchmark::RegisterBenchmark("cujit/reduce_build_cub/disk_hit_new_process", reduce_cub_disk_hit_new_process)
+      ->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(reps)->UseManualTime();
 }
 
 // The child: one build from the disk cache at DIR in this new process; prints seconds.
 // The context is created first, as any CUDA program does, so the figure is the cache's
 // and not the driver's start-up.
 int child(const ChildArguments& arguments) {
-  if (arguments.size() != 2 || arguments[0] != "reduce_disk_hit") return 2;
+  // reduce_disk_hit DIR [cub]
+  if (arguments.size() < 2 || arguments.size() > 3 || arguments[0] != "reduce_disk_hit") return 2;
+  const bool cub = arguments.size() == 3 && arguments[2] == "cub";
   if (has_device()) use_device(0);
   const auto start = Clock::now();
   BuildCache cache(cache_config(CacheMode::disk, arguments[1]));
-  const reduce::ReduceBuild build = reduce::build_reduce(build_spec("int32", true), cache);
+  const reduce::ReduceBuild build =
+      reduce::build_reduce(cub ? build_spec("int32", false, reduce::Backend::cub) : build_spec("int32", true), cache);
   const double seconds = seconds_since(start);
   if (build.source != CacheSource::disk) return 1;
   std::printf("%.9f\n", seconds);
@@ -186,12 +242,13 @@ CUJIT_ELEMENT(float, "float32")
 CUJIT_ELEMENT(double, "float64")
 #undef CUJIT_ELEMENT
 
-template <class T>
+template <class T, reduce::Backend backend = reduce::Backend::handwritten>
 void cujit_reduce(benchmark::State& state) {
   Input input(static_cast<std::uint64_t>(state.range(0)), sizeof(T));
   reduce::ReduceSpec spec;
   spec.input = spec.output = spec.accumulator = Type::parse(Element<T>::name);
   spec.arch = Arch::of_device(0);
+  spec.backend = backend;
   const reduce::ReduceBuild build = reduce::build_reduce(spec);
   // A single pass needs none; at least one byte so that the buffer exists.
   DeviceBuffer temp(std::max<std::size_t>(reduce::temp_bytes(build, input.n), 1));
@@ -258,6 +315,9 @@ void register_type(Sizes sizes, CopyFloor copy_floor, int iterations, int reps) 
     benchmark::RegisterBenchmark(("cujit/reduce_into/" + type).c_str(), cujit_reduce<T>)
         ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
     benchmark::RegisterBenchmark(("aot/cub_device_reduce/" + type).c_str(), aot_cub<T>)
+        ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+    // The CUB backend: CUB's kernels JIT-built, against the same kernels built ahead of time.
+    benchmark::RegisterBenchmark(("cujit/reduce_into_cub/" + type).c_str(), cujit_reduce<T, reduce::Backend::cub>)
         ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
     if (copy_floor == CopyFloor::with && log2n >= 10) {
       benchmark::RegisterBenchmark("raw/copy_bandwidth/int32", copy_bandwidth)
