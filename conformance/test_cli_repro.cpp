@@ -158,7 +158,10 @@ struct FakeStacks {
     put(dir, "site/numba/cuda/__init__.py", "raise ImportError('fake numba.cuda: not installed here')\n");
     put(dir, "set/fixtures/.keep", "");
   }
-  std::vector<std::pair<std::string, std::string>> env() const { return {{"PYTHONPATH", (dir.path() / "site").string()}}; }
+  // -S: the fakes alone, whatever the machine has installed (docs/cli.md, CUJIT_REPLAY_PYTHON_FLAGS).
+  std::vector<std::pair<std::string, std::string>> env() const {
+    return {{"PYTHONPATH", (dir.path() / "site").string()}, {"CUJIT_REPLAY_PYTHON_FLAGS", "-S"}};
+  }
   // set/repro/NAME.json, linking one inline PTX function (no device needed), with a CuPy
   // replay printing `outcome` and a numba-cuda replay; `expect` is cujit's expectation.
   std::filesystem::path scenario(const std::string& name, const std::string& outcome, const std::string& expect) {

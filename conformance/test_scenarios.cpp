@@ -224,11 +224,15 @@ class Replays : public ::testing::Test {
     put(dir, "site/cuda/__init__.py", "");
     put(dir, "site/cuda/core/__init__.py", "import sys\nsys.exit(7)\n");
     ::setenv("PYTHONPATH", (dir.path() / "site").c_str(), 1);
+    // Without site-packages: numba-cuda's .pth hook would send numba.cuda past the fake,
+    // and installed distributions would answer for the fakes' versions.
+    ::setenv("CUJIT_REPLAY_PYTHON_FLAGS", "-S", 1);
     put(dir, "set/fixtures/.keep", "");
   }
   void TearDown() override {
     if (had_path) ::setenv("PYTHONPATH", saved_path.c_str(), 1);
     else ::unsetenv("PYTHONPATH");
+    ::unsetenv("CUJIT_REPLAY_PYTHON_FLAGS");
   }
 
   // A scenario in dir/set/repro with one replay per (stack, program text).

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -55,9 +56,18 @@ struct ChildRun {
   std::string output;  // stdout and stderr together
 };
 
+// The interpreter and its flags, as logs show the command.
+std::string interpreter_text(const ReplayOptions& options) {
+  std::string text = options.python;
+  for (const std::string& flag : options.python_flags) text += " " + flag;
+  return text;
+}
+
 ChildRun run_python(const ReplayOptions& options, std::vector<std::string> args, std::chrono::milliseconds timeout) {
   detail::ChildOptions child;
-  child.argv = {options.python, "-B"};
+  child.argv = {options.python};
+  child.argv.insert(child.argv.end(), options.python_flags.begin(), options.python_flags.end());
+  child.argv.emplace_back("-B");
   child.argv.insert(child.argv.end(), args.begin(), args.end());
   child.environment = {{"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONUNBUFFERED", "1"}};
   child.out = detail::ChildSink::capture;
@@ -92,7 +102,7 @@ Probe probe(const ReplayOptions& options, const std::string& stack) {
   static std::map<std::tuple<std::string, std::string, std::string>, Probe> probed;
   const std::lock_guard lock(mutex);
   const char* search_path = std::getenv("PYTHONPATH");
-  const auto key = std::make_tuple(options.python, stack, std::string(search_path != nullptr ? search_path : ""));
+  const auto key = std::make_tuple(interpreter_text(options), stack, std::string(search_path != nullptr ? search_path : ""));
   if (auto found = probed.find(key); found != probed.end()) return found->second;
   const StackModule& entry = module_of(stack);
   const std::string code = std::string("import importlib, importlib.metadata as md\n") + "m = importlib.import_module('" +
@@ -101,13 +111,13 @@ Probe probe(const ReplayOptions& options, const std::string& stack) {
                            "print(v or str(getattr(m, '__version__', 'unknown')))\n";
   const ChildRun run = run_python(options, {"-c", code}, options.probe_timeout);
   Probe result;
-  result.log = "$ " + options.python + " -B -c 'import " + entry.module + "' (and its version)\n" + run.output;
+  result.log = "$ " + interpreter_text(options) + " -B -c 'import " + entry.module + "' (and its version)\n" + run.output;
   if (run.result.exited() && run.result.exit_code == 0) {
     result.installed = true;
     result.version = last_line(run.output);
   } else {
     const std::string line = last_line(run.output);
-    result.why = options.python + " -c 'import " + std::string(entry.module) + "' " + how_it_ended(run.result) +
+    result.why = interpreter_text(options) + " -c 'import " + std::string(entry.module) + "' " + how_it_ended(run.result) +
                  (line.empty() ? std::string() : ": " + line.substr(0, 300));
   }
   probed.emplace(key, result);
@@ -131,6 +141,13 @@ ReplayOptions replay_options_from_environment() {
   ReplayOptions options;
   const char* python = std::getenv("CUJIT_REPLAY_PYTHON");
   options.python = python != nullptr && *python != '\0' ? python : "python3";
+  if (const char* flags = std::getenv("CUJIT_REPLAY_PYTHON_FLAGS")) {
+    std::istringstream words(flags);
+    for (std::string word; words >> word;) {
+      // Only flags: a word that is not one would become the program python runs.
+      if (word.size() > 1 && word[0] == '-') options.python_flags.push_back(word);
+    }
+  }
   return options;
 }
 
@@ -183,7 +200,7 @@ std::vector<ReplayReport> run_replays(const Scenario& scenario, const ReplayOpti
       continue;
     }
     const ChildRun run = run_python(options, {program}, options.replay_timeout);
-    report.log = bounded(report.log + "$ " + options.python + " -B " + program + "\n" + run.output + "[" +
+    report.log = bounded(report.log + "$ " + interpreter_text(options) + " -B " + program + "\n" + run.output + "[" +
                          how_it_ended(run.result) + "]\n");
     const ReplayLine line = parse_replay_output(run.output);
     report.outcome = line.outcome;

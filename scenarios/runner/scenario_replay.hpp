@@ -48,6 +48,11 @@ struct ReplayReport {
 struct ReplayOptions {
   // The interpreter: CUJIT_REPLAY_PYTHON, else "python3" looked up on PATH.
   std::string python;
+  // Interpreter flags before cujit's own (-B): CUJIT_REPLAY_PYTHON_FLAGS, split at spaces,
+  // each starting with '-'. "-S" leaves site-packages and their .pth hooks out, so that
+  // stacks on PYTHONPATH are the only ones (numba-cuda's .pth redirects numba.cuda past
+  // anything on the path).
+  std::vector<std::string> python_flags;
   std::chrono::milliseconds probe_timeout{30'000};
   std::chrono::milliseconds replay_timeout{300'000};
 };
