@@ -221,3 +221,51 @@ class GoalHistoryTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReduceBackendsTest(unittest.TestCase):
+    """reports/reduce_backends.py: both backends' CUB / cujit ratios per (type, n), from
+    generated runs whose ratios are known, and a side that is missing shown as missing."""
+
+    def test_each_backend_is_divided_into_the_same_cub_figure(self):
+        import random
+        import reduce_backends
+        rng = random.Random(28)
+        with tempfile.TemporaryDirectory() as tmp:
+            cells, expected = {}, {}
+            doc_entries = []
+            for type_name in ("int8", "int32", "float64"):
+                for n in (1, 1 << 10, 1 << 22):
+                    cub_us = rng.uniform(1, 100)
+                    hand_us, jit_us = cub_us * rng.uniform(0.8, 1.2), cub_us * rng.uniform(0.8, 1.2)
+                    cells[(type_name, n)] = (hand_us, cub_us)
+                    doc_entries += _entries(f"cujit/reduce_into_cub/{type_name}_sum/{n}", jit_us)
+                    expected[(type_name, n)] = (cub_us / hand_us, cub_us / jit_us)
+            path = reduce_run(tmp, cells)
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+            doc["benchmarks"] += doc_entries
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            code, out, err = quiet(reduce_backends.main, [path])
+            self.assertEqual(code, 0, err)
+            rows = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): line for line in out.splitlines()
+                    if line.startswith("| int") or line.startswith("| float")}
+            for (type_name, n), (hand, jit) in expected.items():
+                line = rows[(type_name, reduce_vs_cub.size_label(n))]
+                cells_text = [c.strip() for c in line.strip("|").split("|")]
+                self.assertTrue(cells_text[2].startswith(reduce_vs_cub.percent(hand)), line)
+                self.assertTrue(cells_text[3].startswith(reduce_vs_cub.percent(jit)), line)
+
+    def test_a_missing_side_is_a_dash(self):
+        import reduce_backends
+        with tempfile.TemporaryDirectory() as tmp:
+            path = reduce_run(tmp, {("int32", 1024): (None, 5.0)})
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+            doc["benchmarks"] += _entries("cujit/reduce_into_cub/int32_sum/1024", 5.0)
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            code, out, _ = quiet(reduce_backends.main, [path])
+            self.assertEqual(code, 0)
+            self.assertIn("| int32 | 2^10 | - | 100.0% ±", out)

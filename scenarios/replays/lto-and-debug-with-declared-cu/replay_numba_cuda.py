@@ -17,6 +17,11 @@ def report(outcome, detail="", toolkit=""):
 
 
 import numpy as np  # noqa: E402
+
+# numba-cuda 0.30.4 calls numpy.row_stack, which numpy 2.5 removed (an incompatibility of the
+# installed pair, not the reported case): without this the replay ends in that AttributeError.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
 from numba import cuda  # noqa: E402
 
 
