@@ -12,6 +12,7 @@
 #include "cujit/vendor_time.hpp"
 #include "support/cache_helpers.hpp"
 #include "support/fixtures.hpp"
+#include "support/reduce_data.hpp"
 
 namespace cujit {
 namespace {
@@ -282,11 +283,7 @@ TEST(ReduceMemo, EveryFieldOfTheSpecIsPartOfThePreKey) {
   reduce::ReduceSpec option = reduce_spec("int32");
   option.config.nvrtc_options = {"-DUNUSED=1"};
   EXPECT_NE(reduce::build_reduce_shared(option, cache).get(), base.get()) << "an NVRTC option";
-  abi::DeviceFunction max;
-  max.name = "max_i32";
-  max.signature = Signature::parse("int32(int32, int32)");
-  max.param_names = {"a", "b"};
-  max.body = "return a < b ? b : a;";
+  abi::DeviceFunction max = test::max_i32_device_function();
   const auto with_max = reduce::build_reduce_shared(reduce_spec("int32", reduce::Operator::device_function(max)), cache);
   max.body = "return b < a ? a : b;";
   EXPECT_NE(reduce::build_reduce_shared(reduce_spec("int32", reduce::Operator::device_function(max)), cache).get(),

@@ -32,14 +32,7 @@ ReduceSpec spec_for(const std::string& type, Operator op = Operator::builtin(Bui
   return spec;
 }
 
-abi::DeviceFunction device_max() {
-  abi::DeviceFunction fn;
-  fn.name = "max_i32";
-  fn.signature = Signature::parse("int32(int32, int32)");
-  fn.param_names = {"a", "b"};
-  fn.body = "return a < b ? b : a;";
-  return fn;
-}
+abi::DeviceFunction device_max() { return test::max_i32_device_function(); }
 
 Operator numba_min() {
   return Operator::foreign(

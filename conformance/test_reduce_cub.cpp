@@ -120,11 +120,7 @@ TEST(ReduceCubBuild, TheKeyAndTheMemoTellTheBackendsApart) {
 // Every operator form links with either backend's kernels: a C-ABI device function, CUDA
 // C++, foreign LTO-IR and foreign PTX (numba-cuda's min_i32, both made for sm_90a).
 TEST(ReduceCubBuild, EveryOperatorFormLinks) {
-  abi::DeviceFunction max_fn;
-  max_fn.name = "max_i32";
-  max_fn.signature = Signature::parse("int32(int32, int32)");
-  max_fn.param_names = {"a", "b"};
-  max_fn.body = "return a < b ? b : a;";
+  const abi::DeviceFunction max_fn = test::max_i32_device_function();
   const std::vector<std::pair<Operator, std::string>> cases = {
       {Operator::device_function(max_fn), "sm_90"},
       {Operator::cuda_source("extern \"C\" __device__ int or_i32(int a, int b) { return a | b; }", "or_i32"),

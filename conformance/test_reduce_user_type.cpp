@@ -10,6 +10,7 @@
 
 #include "cujit/reduce.hpp"
 #include "support/fixtures.hpp"
+#include "support/reduce_data.hpp"
 
 namespace cujit {
 namespace {
@@ -95,11 +96,7 @@ TEST(ReduceUserType, OpaqueStorageTakesACudaOperator) {
 }
 
 TEST(ReduceUserType, OperatorsWithScalarSignaturesAreRefused) {
-  abi::DeviceFunction fn;
-  fn.name = "max_i32";
-  fn.signature = Signature::parse("int32(int32, int32)");
-  fn.param_names = {"a", "b"};
-  fn.body = "return a < b ? b : a;";
+  const abi::DeviceFunction fn = test::max_i32_device_function();
   const Operator foreign = Operator::foreign(
       LinkableCode::from_path(test::scenario_path("fixtures/numba/min_i32_c_abi.ltoir")), "min_i32",
       Signature::parse("int32(int32, int32)"));

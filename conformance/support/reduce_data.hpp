@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <string>
 
+#include "cujit/abi.hpp"
 #include "cujit/reduce.hpp"
+#include "cujit/signature.hpp"
 
 namespace cujit::test {
 
@@ -28,5 +30,15 @@ Reference reference(const Type& type, reduce::Builtin op, std::uint64_t n, long 
 
 // The result at `out` read as `type`, widened to long double.
 long double read_result(const Type& type, DevicePtr out);
+
+// The C-ABI device function `max_i32` (int32 max) that reduce tests build operators from.
+inline abi::DeviceFunction max_i32_device_function() {
+  abi::DeviceFunction fn;
+  fn.name = "max_i32";
+  fn.signature = Signature::parse("int32(int32, int32)");
+  fn.param_names = {"a", "b"};
+  fn.body = "return a < b ? b : a;";
+  return fn;
+}
 
 }  // namespace cujit::test
