@@ -50,7 +50,8 @@ std::string raw_nvrtc(const std::string& source, const std::string& name,
   return out;
 }
 
-std::string raw_nvjitlink(const std::vector<RawInput>& inputs, const std::vector<std::string>& options) {
+std::string raw_nvjitlink(const std::vector<RawInput>& inputs, const std::vector<std::string>& options,
+                          std::string* info_log) {
   std::vector<const char*> pointers;
   for (const std::string& option : options) pointers.push_back(option.c_str());
   nvJitLinkHandle handle = nullptr;
@@ -69,6 +70,15 @@ std::string raw_nvjitlink(const std::vector<RawInput>& inputs, const std::vector
     nvJitLinkGetLinkedCubinSize(handle, &size);
     cubin.resize(size);
     nvJitLinkGetLinkedCubin(handle, cubin.data());
+  }
+  if (info_log != nullptr) {
+    std::size_t size = 0;
+    info_log->clear();
+    if (nvJitLinkGetInfoLogSize(handle, &size) == NVJITLINK_SUCCESS && size > 0) {
+      info_log->resize(size);
+      if (nvJitLinkGetInfoLog(handle, info_log->data()) != NVJITLINK_SUCCESS) info_log->clear();
+    }
+    while (!info_log->empty() && info_log->back() == '\0') info_log->pop_back();  // the size counts the terminator
   }
   nvJitLinkDestroy(&handle);
   if (!ok) throw std::runtime_error("raw nvJitLink link failed");

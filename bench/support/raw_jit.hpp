@@ -19,7 +19,9 @@ std::string raw_nvrtc(const std::string& source, const std::string& name,
 // One input for raw_nvjitlink: nvJitLinkInputType and bytes.
 using RawInput = std::pair<int, std::string>;
 
-// nvJitLinkCreate + AddData for each input + Complete + GetLinkedCubin.
-std::string raw_nvjitlink(const std::vector<RawInput>& inputs, const std::vector<std::string>& options);
+// nvJitLinkCreate + AddData for each input + Complete + GetLinkedCubin. With `info_log`,
+// also the info log (read after the link, outside what a floor's caller times anyway).
+std::string raw_nvjitlink(const std::vector<RawInput>& inputs, const std::vector<std::string>& options,
+                          std::string* info_log = nullptr);
 
 }  // namespace cujit::bench

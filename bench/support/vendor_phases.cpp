@@ -1,6 +1,5 @@
 #include "support/vendor_phases.hpp"
 
-#include <nvJitLink.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -130,27 +129,8 @@ PhaseTimes nvrtc_phases(const std::string& source, const std::string& name, std:
 
 PhaseTimes nvjitlink_phases(const std::vector<RawInput>& inputs, std::vector<std::string> options) {
   options.emplace_back("-time");
-  std::vector<const char*> pointers;
-  for (const std::string& option : options) pointers.push_back(option.c_str());
-  nvJitLinkHandle handle = nullptr;
-  if (nvJitLinkCreate(&handle, static_cast<unsigned>(pointers.size()), pointers.data()) != NVJITLINK_SUCCESS) {
-    throw std::runtime_error("vendor phase times: nvJitLinkCreate with -time failed");
-  }
-  bool ok = true;
-  for (const auto& [type, bytes] : inputs) {
-    ok = ok && nvJitLinkAddData(handle, static_cast<nvJitLinkInputType>(type), bytes.data(), bytes.size(),
-                                "input") == NVJITLINK_SUCCESS;
-  }
-  ok = ok && nvJitLinkComplete(handle) == NVJITLINK_SUCCESS;
   std::string log;
-  std::size_t size = 0;
-  if (nvJitLinkGetInfoLogSize(handle, &size) == NVJITLINK_SUCCESS && size > 0) {
-    log.resize(size);
-    if (nvJitLinkGetInfoLog(handle, log.data()) != NVJITLINK_SUCCESS) log.clear();
-  }
-  while (!log.empty() && log.back() == '\0') log.pop_back();  // the size counts the terminator
-  nvJitLinkDestroy(&handle);
-  if (!ok) throw std::runtime_error("vendor phase times: the link with -time failed");
+  (void)raw_nvjitlink(inputs, options, &log);  // throws when the link fails
   return parse_nvjitlink_time_log(log);
 }
 
