@@ -8,8 +8,9 @@
 //
 // CUJIT_MUTATION_SCALE=n multiplies the random mutants (default 1) for longer runs by hand.
 // CUJIT_MUTATION_BUDGET=n links n mutants per campaign, spread evenly over its whole list so
-// that every kind of damage keeps its share ("all" or unset: every mutant): the main job
-// (ci/run.sh) sets a budget, the reliability lane (ci/reliability.sh) runs the full campaign.
+// that every kind of damage keeps its share ("all" or unset: every mutant): CI's tests
+// (ci/test.sh) run the full campaign, the main job (ci/run.sh) and the ASan lane
+// (ci/reliability.sh) a budget.
 // Each campaign prints a progress line per tenth of its mutants, with counts and an estimate.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
