@@ -3,6 +3,9 @@
 //
 //   cache_child kernel  CACHE_DIR|off INC_DIR OUT   KernelBuilder, source including "val.h"
 //   cache_child reduce  CACHE_DIR|off INC_DIR OUT   reduce, CUDA C++ operator including "op.h"
+//   cache_child reduce-foreign CACHE_DIR|off PTX OUT
+//                                                   reduce, the foreign C-ABI PTX operator
+//                                                   min_i32 read from the file PTX
 //   cache_child compile CACHE_DIR|off OUT OPTION... compile_cached with these NVRTC options
 //   cache_child compile-file CACHE_DIR|off OUT CWD SOURCE NAME OPTION...
 //                                                   compile_cached of the file SOURCE as NAME,
@@ -15,6 +18,8 @@
 //                                                   persistent counters at exit
 //
 // Writes the cubin or PTX to OUT and prints where it came from (built, disk, ...).
+// CACHE_CHILD_ARCH=sm_XX builds for another arch; CACHE_CHILD_NRT=1 (kernel) turns NRT on and
+// marks the source as using it, so the link adds the device runtime.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -28,7 +33,9 @@
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
 #include "cujit/kernel_builder.hpp"
+#include "cujit/linkable_code.hpp"
 #include "cujit/reduce.hpp"
+#include "cujit/signature.hpp"
 
 namespace {
 
@@ -79,9 +86,12 @@ int run(const std::vector<std::string>& args) {
     cujit::KernelOptions options;
     options.link.arch = arch;
     options.link.compile.include_paths = {args[2]};
+    const bool nrt = std::getenv("CACHE_CHILD_NRT") != nullptr;
+    if (nrt) options.nrt = true;
     cujit::KernelBuilder builder("k", options, cache);
     builder.source(cujit::LinkableCode::cuda_source(
-        "#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n", "k.cu"));
+                       "#include \"val.h\"\nextern \"C\" __global__ void k(int* p) { *p = VAL; }\n", "k.cu")
+                       .set_nrt(nrt));
     const cujit::LinkedKernel linked = builder.link_cubin();
     write(args[3], linked.link.code.bytes());
     std::printf("%s\n", std::string(cujit::to_string(linked.source)).c_str());
@@ -93,6 +103,16 @@ int run(const std::vector<std::string>& args) {
     spec.op = cujit::reduce::Operator::cuda_source(
         "#include \"op.h\"\nextern \"C\" __device__ int op(int a, int b) { return OP(a, b); }\n", "op");
     spec.config.nvrtc_options = {"-I" + args[2]};
+    const cujit::reduce::ReduceBuild build = cujit::reduce::build_reduce(spec, cache);
+    write(args[3], build.code.bytes());
+    std::printf("%s\n", std::string(cujit::to_string(build.source)).c_str());
+    return 0;
+  }
+  if (args[0] == "reduce-foreign" && args.size() == 4) {
+    cujit::reduce::ReduceSpec spec;
+    spec.arch = arch;
+    spec.op = cujit::reduce::Operator::foreign(cujit::LinkableCode::from_path(args[2]), "min_i32",
+                                               cujit::Signature::parse("int32(int32, int32)"));
     const cujit::reduce::ReduceBuild build = cujit::reduce::build_reduce(spec, cache);
     write(args[3], build.code.bytes());
     std::printf("%s\n", std::string(cujit::to_string(build.source)).c_str());

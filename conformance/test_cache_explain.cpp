@@ -442,5 +442,87 @@ TEST(ExplainInNewProcessFiles, AWorkingDirectoryThatChangesWhatIsRead) {
   std::printf("working directory miss: %s\n", explained->text().c_str());
 }
 
+// ---------------------------------------------------------------------------------------
+// Builds beyond one compile, each in a new process: another NVRTC library, the NRT
+// decision, a foreign operator's bytes. Each changes one thing of a build the disk tier
+// holds; the explanation of the miss names that thing and nothing else.
+
+std::optional<MissExplanation> child_build(const fs::path& cache, const std::vector<std::string>& args,
+                                           const std::vector<std::string>& environment, std::string& output) {
+  std::vector<std::string> full{args.front(), cache.string()};
+  full.insert(full.end(), args.begin() + 1, args.end());
+  return compile_in_child(cache, full, environment, output);
+}
+
+std::string texts_of(const MissExplanation& explained) {
+  std::string texts;
+  for (const FieldDifference& difference : explained.differences) texts += difference.text + "\n";
+  return texts;
+}
+
+// NVRTC is known by its bytes: a copy with one byte changed (the last, in the section header
+// table, which the loader never reads) is another library and names itself as the change.
+TEST(ExplainInNewProcessBuilds, AnotherNvrtcLibraryIsNamed) {
+  test::TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  const fs::path real = fs::canonical(CUJIT_TEST_NVRTC_LIBRARY);
+  const fs::path copy = dir.path() / "lib" / real.filename();
+  fs::create_directories(copy.parent_path());
+  fs::copy_file(real, copy);
+  {
+    std::fstream file(copy, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(-1, std::ios::end);
+    const char last = static_cast<char>(file.get());
+    file.seekp(-1, std::ios::end);
+    file.put(static_cast<char>(last ^ 1));
+  }
+  std::string output;
+  ASSERT_TRUE(compile_options(cache, {"-DV=1"}, {}, output)) << output;
+  const auto explained = compile_options(cache, {"-DV=1"}, {"CUJIT_NVRTC_LIBRARY=" + copy.string()}, output);
+  ASSERT_TRUE(explained) << "no miss logged:\n" << output;
+  EXPECT_EQ(categories(*explained), std::set<std::string>{"nvrtc changed"}) << explained->text();
+  EXPECT_NE(texts_of(*explained).find("NVRTC library"), std::string::npos) << explained->text();
+}
+
+// NRT turned on for a kernel whose source uses it: the compile is the same, the link adds
+// the device runtime, and that input is what the explanation names.
+TEST(ExplainInNewProcessBuilds, TheNrtDecisionIsNamedAsTheRuntimeItLinks) {
+  test::TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  fs::create_directories(dir.path() / "inc");
+  std::ofstream(dir.path() / "inc" / "val.h") << "#define VAL 7\n";
+  const std::vector<std::string> args{"kernel", (dir.path() / "inc").string(), (dir.path() / "out").string()};
+  std::string output;
+  (void)child_build(cache, args, {}, output);
+  ASSERT_NE(output.find("built"), std::string::npos) << output;
+  const auto explained = child_build(cache, args, {"CACHE_CHILD_NRT=1"}, output);
+  ASSERT_TRUE(explained) << "no miss logged:\n" << output;
+  EXPECT_EQ(explained->kind, "link") << explained->text();
+  EXPECT_EQ(categories(*explained), std::set<std::string>{"input added"}) << explained->text();
+  EXPECT_EQ(texts_of(*explained), "input cujit_nrt.ptx: added\n") << explained->text();
+  std::printf("NRT miss: %s\n", explained->text().c_str());
+}
+
+// A foreign operator (numba's C-ABI PTX) whose bytes change (a comment added): the reduce's
+// own compile is the same, its link input is not, and the explanation names that input.
+TEST(ExplainInNewProcessBuilds, AForeignOperatorsBytesAreNamed) {
+  test::TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  const fs::path op = dir.path() / "min_i32_c_abi.ptx";
+  fs::copy_file(test::scenario_path("fixtures/numba/min_i32_c_abi.ptx"), op);
+  const std::vector<std::string> args{"reduce-foreign", op.string(), (dir.path() / "out").string()};
+  const std::vector<std::string> environment{"CACHE_CHILD_ARCH=sm_90a"};  // numba's PTX targets sm_90a
+  std::string output;
+  (void)child_build(cache, args, environment, output);
+  ASSERT_NE(output.find("built"), std::string::npos) << output;
+  std::ofstream(op, std::ios::app) << "\n// the same operator, other bytes\n";
+  const auto explained = child_build(cache, args, environment, output);
+  ASSERT_TRUE(explained) << "no miss logged:\n" << output;
+  EXPECT_EQ(explained->kind, "link") << explained->text();
+  EXPECT_EQ(categories(*explained), std::set<std::string>{"input content"}) << explained->text();
+  EXPECT_EQ(texts_of(*explained), "input " + op.string() + ": content changed\n") << explained->text();
+  std::printf("foreign operator miss: %s\n", explained->text().c_str());
+}
+
 }  // namespace
 }  // namespace cujit

@@ -332,6 +332,9 @@ std::vector<FieldDifference> compare_recipes(const std::vector<RecipeField>& now
       }
       if (is && was_field) {
         out.push_back({label, "content", what + ": content changed"});
+      } else if (list != "files") {
+        // Other grouped lists (a link's inputs) are given, not found by reading.
+        out.push_back({label, is ? "added" : "removed", what + (is ? ": added" : ": removed")});
       } else if (is) {
         out.push_back({label, "appeared", what + ": appeared (the stored recipe did not read it)"});
       } else {
