@@ -33,6 +33,8 @@ struct Recipe {
   std::string target = "ptx";
   std::string nrt = "0";
   std::string cwd = "/work/a";
+  std::string backend = "nvjitlink";
+  std::string provider_version = "numba-cuda 0.30.4";
   std::vector<std::string> options;
   std::vector<std::tuple<std::string, std::string, std::string>> files;  // name, content, targets
 };
@@ -40,7 +42,8 @@ struct Recipe {
 CacheKey key_of(const Recipe& recipe) {
   CacheKey key("explain-test");
   key.add("nvrtc", recipe.nvrtc).add("name", "prog.cu").add("target", recipe.target).add("nrt", recipe.nrt);
-  key.add("cwd", recipe.cwd).add_list("options", recipe.options);
+  key.add("cwd", recipe.cwd).add("backend", recipe.backend).add("version", recipe.provider_version);
+  key.add_list("options", recipe.options);
   std::vector<std::string> flat;
   for (const auto& [name, content, targets] : recipe.files) flat.insert(flat.end(), {name, content, targets});
   key.add_list("files", flat, 3);
@@ -114,6 +117,14 @@ const std::vector<Mutation>& mutations() {
        }},
       {"working_directory", {"cwd changed"}, [](Recipe& r, std::mt19937&) {
          r.cwd = "/work/b";
+         return true;
+       }},
+      {"link_backend", {"backend changed"}, [](Recipe& r, std::mt19937&) {
+         r.backend = "driver";
+         return true;
+       }},
+      {"provider_version", {"version changed"}, [](Recipe& r, std::mt19937&) {
+         r.provider_version = "numba-cuda 0.31.0";
          return true;
        }},
   };
