@@ -7,7 +7,9 @@
 // through reduce_into with and without caller storage, a stream capture and a node group.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -261,14 +263,27 @@ std::vector<Cell> cells() {
   return out;
 }
 
-// Both backends over every type, operator and n (empty, one and two items, either side of a
-// warp-multiple, a partial last tile, two passes at 2^22): integer results and min/max are
+// The sizes both backends are checked at: empty, one and two items, either side of a
+// warp-multiple, a partial last tile, two passes at 2^22 and 2^28 (cuda.parallel's large
+// inputs: 1 GiB of int32, 2 GiB of 64-bit items). CUJIT_TEST_MAX_N caps them, as for the
+// hand-written matrix (compute-sanitizer makes kernels far slower).
+std::vector<std::uint64_t> sizes_up_to_cap() {
+  const char* cap_text = std::getenv("CUJIT_TEST_MAX_N");
+  const std::uint64_t cap = cap_text != nullptr ? std::strtoull(cap_text, nullptr, 10) : ~std::uint64_t{0};
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t n : {0ull, 1ull, 2ull, 1023ull, 1024ull, (1ull << 16) + 1, 1ull << 22, 1ull << 28}) {
+    if (n <= cap) out.push_back(n);
+  }
+  return out;
+}
+
+// Both backends over every type, operator and n (sizes_up_to_cap): integer results and min/max are
 // exact and equal, float64 sums are exact (values are multiples of 1/64), float32 sums each
 // within the stated bound of the long double reference (their orders differ).
 TEST(GpuReduceCub, BothBackendsMatchTheReferenceForEveryTypeAndN) {
   CUJIT_REQUIRE_DEVICE();
-  const std::vector<std::uint64_t> sizes = {0, 1, 2, 1023, 1024, (1u << 16) + 1, 1u << 22};
-  const std::uint64_t largest = sizes.back();
+  const std::vector<std::uint64_t> sizes = sizes_up_to_cap();
+  const std::uint64_t largest = std::max<std::uint64_t>(sizes.back(), 1);
   const std::string arch = Arch::of_device(0).sm();
   for (const Cell& cell : cells()) {
     const Type type = Type::parse(cell.type);
@@ -309,8 +324,8 @@ TEST(GpuReduceCub, BothBackendsMatchTheReferenceForEveryTypeAndN) {
 TEST(GpuReduceCub, ForeignLtoirAndPtxOperatorsOnBothBackends) {
   CUJIT_REQUIRE_DEVICE();
   const Type int32 = Type::parse("int32");
-  const std::vector<std::uint64_t> sizes = {0, 1, 2, 1023, 1024, (1u << 16) + 1, 1u << 22};
-  DeviceBuffer in(sizes.back() * 4), out(4);
+  const std::vector<std::uint64_t> sizes = sizes_up_to_cap();
+  DeviceBuffer in(std::max<std::uint64_t>(sizes.back(), 1) * 4), out(4);
   test::fill_device(int32, in.ptr(), sizes.back());
   // Both fixtures are made for sm_90a (.target sm_90a): an sm_90 device (H100) runs them.
   const std::string device_arch = Arch::of_device(0).sm();
