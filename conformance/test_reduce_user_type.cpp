@@ -5,6 +5,8 @@
 // a definition whose size disagrees) is refused with the type's name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -150,17 +152,28 @@ TEST(ReduceUserType, TheDefinitionIsInTheKey) {
 
 // ---- GPU -----------------------------------------------------------------------------
 
-const std::vector<std::uint64_t> sizes = {0, 1, 2, 1023, 1024, (1u << 16) + 1, 1u << 22};
+// Ascending (each test folds the host reference on from the previous n): up to 2^28 items,
+// 2 GiB of pairs and 6 GiB of 24-byte items. CUJIT_TEST_MAX_N caps them (compute-sanitizer).
+std::vector<std::uint64_t> sizes_up_to_cap() {
+  const char* cap_text = std::getenv("CUJIT_TEST_MAX_N");
+  const std::uint64_t cap = cap_text != nullptr ? std::strtoull(cap_text, nullptr, 10) : ~std::uint64_t{0};
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t n : {0ull, 1ull, 2ull, 1023ull, 1024ull, (1ull << 16) + 1, 1ull << 22, 1ull << 28}) {
+    if (n <= cap) out.push_back(n);
+  }
+  return out;
+}
 
 std::uint32_t mix(std::uint64_t i) {
   return static_cast<std::uint32_t>(i * 2654435761ull) ^ static_cast<std::uint32_t>(i >> 15);
 }
 
 // Argmin over pairs (value from a hash, many ties; index = position) on both backends
-// against the host, every n.
+// against the host, every n up to 2^28.
 TEST(GpuReduceUserType, ArgminOverPairsMatchesTheHost) {
   CUJIT_REQUIRE_DEVICE();
-  const std::uint64_t largest = sizes.back();
+  const std::vector<std::uint64_t> sizes = sizes_up_to_cap();
+  const std::uint64_t largest = std::max<std::uint64_t>(sizes.back(), 1);
   std::vector<Pair> host(largest);
   for (std::uint64_t i = 0; i < largest; ++i) {
     host[i] = Pair{static_cast<float>(mix(i) % 50000) / 8.0f, static_cast<int>(i)};
@@ -171,11 +184,13 @@ TEST(GpuReduceUserType, ArgminOverPairsMatchesTheHost) {
   const std::string arch = Arch::of_device(0).sm();
   for (Backend backend : backends) {
     const reduce::ReduceBuild build = reduce::build_reduce(spec_for(pair_type(), argmin_op(), backend, arch));
+    Pair want = init;
+    std::uint64_t folded = 0;
     for (std::uint64_t n : sizes) {
       SCOPED_TRACE(testing::Message() << reduce::to_string(backend) << " n=" << n);
-      Pair want = init;
-      for (std::uint64_t i = 0; i < n; ++i) {
-        if (host[i].value < want.value || (host[i].value == want.value && host[i].index < want.index)) want = host[i];
+      for (; folded < n; ++folded) {
+        const Pair& item = host[folded];
+        if (item.value < want.value || (item.value == want.value && item.index < want.index)) want = item;
       }
       out.fill_bytes(0xA5);
       reduce::reduce_into(build, in.ptr(), out.ptr(), n, arg_value(init));
@@ -192,7 +207,8 @@ TEST(GpuReduceUserType, ArgminOverPairsMatchesTheHost) {
 // backends against the host, every n.
 TEST(GpuReduceUserType, A24ByteSumMatchesTheHost) {
   CUJIT_REQUIRE_DEVICE();
-  const std::uint64_t largest = sizes.back();
+  const std::vector<std::uint64_t> sizes = sizes_up_to_cap();
+  const std::uint64_t largest = std::max<std::uint64_t>(sizes.back(), 1);
   std::vector<Vec3> host(largest);
   for (std::uint64_t i = 0; i < largest; ++i) {
     host[i] = Vec3{static_cast<double>(mix(i) % 2000) / 64.0, -static_cast<double>(i % 77) / 64.0, 1.0};
@@ -203,13 +219,14 @@ TEST(GpuReduceUserType, A24ByteSumMatchesTheHost) {
   const std::string arch = Arch::of_device(0).sm();
   for (Backend backend : backends) {
     const reduce::ReduceBuild build = reduce::build_reduce(spec_for(vec3_type(), vec3_sum_op(), backend, arch));
+    Vec3 want = init;
+    std::uint64_t folded = 0;
     for (std::uint64_t n : sizes) {
       SCOPED_TRACE(testing::Message() << reduce::to_string(backend) << " n=" << n);
-      Vec3 want = init;
-      for (std::uint64_t i = 0; i < n; ++i) {
-        want.x += host[i].x;
-        want.y += host[i].y;
-        want.z += host[i].z;
+      for (; folded < n; ++folded) {
+        want.x += host[folded].x;
+        want.y += host[folded].y;
+        want.z += host[folded].z;
       }
       out.fill_bytes(0xA5);
       reduce::reduce_into(build, in.ptr(), out.ptr(), n, arg_value(init));
