@@ -248,7 +248,11 @@ def _measurement(check, where, entry, record):
             return
         if aggregate not in ("mean", "median", "stddev"):
             return  # an aggregate the reports do not use
-    unit = check.text(f"{where}.time_unit", entry.get("time_unit", "ns"))
+    # Google Benchmark always writes the unit; a time without one cannot be read as any
+    # (read as nanoseconds, a 10x slower run in ms once passed as 1000x faster).
+    if "time_unit" not in entry:
+        check.fail(f"{where}.time_unit", "is missing")
+    unit = check.text(f"{where}.time_unit", entry["time_unit"])
     if unit not in _UNITS:
         check.wrong(f"{where}.time_unit", "one of " + ", ".join(_UNITS), unit)
     seconds = real_time * _UNITS[unit]

@@ -332,6 +332,7 @@ HOSTILE_TEXTS = [
     ("no_schema", _with(_delete(["context", "cujit_schema"])), "context.cujit_schema is None"),
     ("no_benchmarks", _with(_delete(["benchmarks"])), "benchmarks is missing"),
     ("no_real_time", _with(_delete(["benchmarks", 0, "real_time"])), "benchmarks[0].real_time is missing"),
+    ("no_time_unit", _with(_delete(["benchmarks", 0, "time_unit"])), "benchmarks[0].time_unit is missing"),
     ("no_name", _with(lambda d: [d["benchmarks"][0].pop(k) for k in ("name", "run_name")]), "benchmarks[0].name is missing"),
     # wrong types
     ("top_level_list", "[1, 2]", "the top level must be an object"),
