@@ -67,12 +67,11 @@ std::filesystem::path reports_dir() {
 }
 
 void require_trusted_script(const std::filesystem::path& script) {
-  // Python reads the script and the package beside it by name: each must be cujit's own
-  // (owned by root or this user, writable by no one else, in directories of the same kind).
+  // Python reads the script, imports modules beside it and the package there (and their
+  // bytecode in __pycache__): each must be cujit's own (owned by root or this user, writable
+  // by no one else, in directories of the same kind), every file of that directory included.
   std::optional<detail::ExecutableRefusal> refused = detail::check_trusted_file(script.string());
-  const std::filesystem::path package = script.parent_path() / "cujit_reports";
-  std::error_code error;
-  if (!refused && std::filesystem::exists(package, error)) refused = detail::check_trusted_directory(package.string());
+  if (!refused) refused = detail::check_trusted_tree(script.parent_path().string());
   if (refused) throw CliError(refused->message());
 }
 

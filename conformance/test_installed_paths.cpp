@@ -213,5 +213,42 @@ TEST_F(Installed, ReportScriptsComeFromTheInstallTree) {
   fs::rename(saved, script);
 }
 
+// Python imports the package beside the script (and reads its bytecode): a module or a
+// __pycache__ others can write is refused like the script itself (red-team finding F2).
+TEST_F(Installed, AReportModuleOrBytecodeDirectoryOthersCanWriteIsRefused) {
+  const fs::path reports = prefix() / "share" / "cujit" / "reports";
+  const fs::path module = reports / "cujit_reports" / "stats.py";
+  ASSERT_TRUE(fs::is_regular_file(module));
+  const fs::path saved = module.string() + ".saved";
+  fs::copy_file(module, saved);
+  std::ofstream(module, std::ios::app) << "\nimport pathlib\npathlib.Path(r'" << marker_.string()
+                                       << "').write_text('planted-module')\n";
+  const fs::path input = prefix() / "bench.json";
+  std::ofstream(input) << "{}\n";
+  // compare imports the statistics module before it reads its inputs.
+  const std::vector<std::string> argv{(prefix() / "bin" / "cujit").string(), "compare", input.string(), input.string()};
+  for (const mode_t mode : {0666, 0646, 0664}) {
+    ::chmod(module.c_str(), mode);
+    const ProcessRun refused = run(argv);
+    EXPECT_EQ(refused.exit_code, 2) << refused.out;
+    EXPECT_NE(refused.out.find("refusing to run '" + module.string() + "'"), std::string::npos) << refused.out;
+    EXPECT_EQ(markers(), "") << "mode " << mode;
+  }
+  ::chmod(module.c_str(), 0644);
+  const fs::path bytecode = reports / "cujit_reports" / "__pycache__";
+  fs::create_directories(bytecode);
+  ::chmod(bytecode.c_str(), 0777);
+  const ProcessRun cache_refused = run(argv);
+  EXPECT_EQ(cache_refused.exit_code, 2) << cache_refused.out;
+  EXPECT_NE(cache_refused.out.find("refusing to run '" + bytecode.string() + "'"), std::string::npos) << cache_refused.out;
+  EXPECT_EQ(markers(), "");
+  ::chmod(bytecode.c_str(), 0755);
+  // Owned and not writable by others, the planted module is imported (the test's power).
+  (void)run(argv);
+  EXPECT_EQ(markers(), "planted-module");
+  fs::remove(module);
+  fs::rename(saved, module);
+}
+
 }  // namespace
 }  // namespace cujit

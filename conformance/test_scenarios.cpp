@@ -1,6 +1,7 @@
 // Every scenario file under scenarios/repro runs and ends "as expected". Scenarios that
 // launch, load a module or use the driver linker are GPU tests.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -340,6 +341,34 @@ TEST_F(Replays, TheProgramIsCheckedAgainBeforeItRuns) {
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].verdict, scenarios::ReplayVerdict::other_outcome);
   EXPECT_NE(reports[0].detail.find("leads outside"), std::string::npos) << reports[0].detail;
+}
+
+// A replay program, or anything beside it Python could import, that someone other than
+// root or this user could have written is never run (red-team finding F3): every mode with
+// a group or other write bit, on the program and on a sibling module.
+TEST_F(Replays, AProgramOrSiblingOthersCanWriteIsRefusedAndNeverRuns) {
+  const std::string marker = (dir.path() / "ran").string();
+  const std::string program = "open(" + nlohmann::json(marker).dump() + ", 'w').write('x')\n" + prints("ok");
+  for (const char* target : {"r0.py", "helper.py"}) {
+    for (const mode_t mode : {0664, 0646, 0666, 0777, 0622, 0602}) {
+      SCOPED_TRACE(std::string(target) + " mode " + std::to_string(mode));
+      const scenarios::Scenario loaded = scenario({{"cupy", program}});
+      put(dir, "set/replays/s/helper.py", "VALUE = 1\n");
+      ASSERT_EQ(::chmod((dir.path() / "set/replays/s" / target).c_str(), mode), 0);
+      const auto reports = scenarios::run_replays(loaded, scenarios::replay_options_from_environment());
+      ASSERT_EQ(reports.size(), 1u);
+      EXPECT_EQ(reports[0].verdict, scenarios::ReplayVerdict::other_outcome) << reports[0].detail;
+      EXPECT_NE(reports[0].detail.find("refusing to run"), std::string::npos) << reports[0].detail;
+      EXPECT_NE(reports[0].detail.find(target), std::string::npos) << reports[0].detail;
+      EXPECT_FALSE(std::filesystem::exists(marker)) << "a refused replay ran";
+      ASSERT_EQ(::chmod((dir.path() / "set/replays/s" / target).c_str(), 0644), 0);
+    }
+  }
+  // The same files, owned and not writable by others, run (the test's power).
+  const auto reports = scenarios::run_replays(scenario({{"cupy", program}}), scenarios::replay_options_from_environment());
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].verdict, scenarios::ReplayVerdict::fixed) << reports[0].detail;
+  EXPECT_TRUE(std::filesystem::exists(marker));
 }
 
 TEST_F(Replays, TheBundleShowsEachReplayAndKeepsCujitsVerdict) {

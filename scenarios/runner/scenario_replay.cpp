@@ -199,6 +199,17 @@ std::vector<ReplayReport> run_replays(const Scenario& scenario, const ReplayOpti
       reports.push_back(std::move(report));
       continue;
     }
+    // Python runs the program and imports what lies beside it: all of it must be owned by
+    // root or this user and writable by no one else, as for cujit's own scripts (a scenario
+    // handed over in a bug report must not run code anyone could have put there).
+    std::optional<detail::ExecutableRefusal> refused = detail::check_trusted_file(program);
+    if (!refused) refused = detail::check_trusted_tree(std::filesystem::path(program).parent_path().string());
+    if (refused) {
+      report.verdict = ReplayVerdict::other_outcome;
+      report.detail = refused->message();
+      reports.push_back(std::move(report));
+      continue;
+    }
     const ChildRun run = run_python(options, {program}, options.replay_timeout);
     report.log = bounded(report.log + "$ " + interpreter_text(options) + " -B " + program + "\n" + run.output + "[" +
                          how_it_ended(run.result) + "]\n");

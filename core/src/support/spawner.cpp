@@ -314,6 +314,40 @@ std::optional<ExecutableRefusal> check_trusted_directory(const std::string& path
   return check_path(path, Want::directory, nullptr);
 }
 
+namespace {
+
+// check_trusted_tree's walk: `budget` counts entries over the whole tree (a tree that large
+// is not an installed script's), `depth` the directories and links to directories followed
+// (a link cycle ends there).
+std::optional<ExecutableRefusal> check_tree(const std::string& path, std::size_t& budget, int depth) {
+  if (auto refused = check_path(path, Want::directory, nullptr)) return refused;
+  if (depth > 32) return refusal(ExecutableProblem::unreadable, path, "is more than 32 directories deep");
+  std::error_code error;
+  std::filesystem::directory_iterator it(path, error), end;
+  if (error) return refusal(ExecutableProblem::unreadable, path, "cannot be listed: " + error.message());
+  for (; it != end; it.increment(error)) {
+    if (error) return refusal(ExecutableProblem::unreadable, path, "cannot be listed: " + error.message());
+    if (budget-- == 0) return refusal(ExecutableProblem::unreadable, path, "holds too many entries");
+    const std::string entry = it->path().string();
+    // Links are judged by what they name: check_path follows them and checks the target and
+    // the directories above it.
+    std::error_code kind_error;
+    const auto refused = it->is_directory(kind_error) ? check_tree(entry, budget, depth + 1)
+                                                      : check_path(entry, Want::file, nullptr);
+    if (refused) return refused;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ExecutableRefusal> check_trusted_tree(const std::string& path) {
+  // Every entry, as an interpreter may read any of them (a module beside the script, a
+  // package's files, their bytecode): files and directories by the same rules.
+  std::size_t budget = 100000;
+  return check_tree(path, budget, 0);
+}
+
 ChildResult run_child_process(const ChildOptions& options, const ChildOutput& on_output) {
   ChildResult result;
   const auto fail = [&](std::string why) {

@@ -71,6 +71,11 @@ std::optional<ExecutableRefusal> check_trusted_file(const std::string& path);
 // the same for every directory above it.
 std::optional<ExecutableRefusal> check_trusted_directory(const std::string& path);
 
+// check_trusted_directory for the directory and everything in it, at any depth (the
+// directory of a script an interpreter runs: it imports modules beside it and loads their
+// bytecode). The first entry refused is named.
+std::optional<ExecutableRefusal> check_trusted_tree(const std::string& path);
+
 // Where a child's standard output or error goes.
 enum class ChildSink {
   inherit,  // this process's own
