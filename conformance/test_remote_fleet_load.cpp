@@ -1,12 +1,16 @@
 // The fleet lock under load (issue 32): 16 processes on 8 machines (disk directories) share
-// one real redis-server and ask for the same few keys at once, while a CPU burner keeps
+// one real redis-server and ask for the same 3 keys at once (process i asks key i % 3, so
+// that every key is in flight when the fault comes: a process that went on to a next key
+// while Redis is still paused never saw that key's lock and builds it, by design, which is
+// not what this test measures), while a CPU burner keeps
 // every core busy, and Redis fails in one way per test while the first build runs: paused
 // (SIGSTOP, then SIGCONT), slow (DEBUG SLEEP pulses), without EVAL (rename-command), killed
 // (SIGKILL). Asserted: every process gets every payload; one build per key where the fault
-// leaves the lock decidable (paused, slow, EVAL-less), at most one per machine when Redis is
-// killed (the disk tier's lock still holds, Redis' is gone); and no process is answered a
-// key more than 2 s after that key's first build finished (each child reports when it was
-// answered; the bound is on the lock's wake-up, a waiter stuck until a TTL shows as ~30 s).
+// leaves the lock decidable (paused, slow, EVAL-less), at least one and at most one per
+// process asking when Redis is killed (its lock is gone with it); and no process is answered a
+// key more than 2 s after that key's first build was answered, or after the fault was over
+// when that is later (each child reports when it was answered, on CLOCK_MONOTONIC). The
+// bound is on the lock's wake-up, not a speed: a waiter stuck until a TTL shows as ~30 s.
 //
 // One run per fault by default (CI: about 20 s in all); CUJIT_FLEET_LOAD_RUNS=N repeats
 // each N times (the figures of docs/cache.md, run by hand), printing one line per run.
@@ -109,7 +113,9 @@ struct Answer {
 struct LoadRun {
   std::map<long, int> builds;  // per key, over every process
   long correct = 0;
-  long long largest_lag_ms = 0;  // the latest answer of a key after its first build ended
+  // The latest answer of a key after its first build was answered, or after the fault was
+  // over when that is later.
+  long long largest_lag_ms = 0;
   std::string answers;           // per key, each process's answer (ms after the first build) and source
   std::string warnings;          // the cache's warnings, per process that built a key
   double load = 0;               // the one-minute load average at the end of the run
@@ -125,7 +131,7 @@ LoadRun run_under_load(const test::RedisServer& server, Fault fault, std::size_t
   std::vector<test::RunningChild> children;
   for (int i = 0; i < processes; ++i) {
     children.emplace_back(
-        std::vector<std::string>{CUJIT_FLEET_CHILD, "0", std::to_string(keys), std::to_string(build_ms), mark.string()},
+        std::vector<std::string>{CUJIT_FLEET_CHILD, std::to_string(i % keys), "1", std::to_string(build_ms), mark.string()},
         std::vector<std::string>{"CUJIT_CACHE_DIR=" + (temp.path() / ("machine-" + std::to_string(i % machines))).string(),
                                  "CUJIT_CACHE_REMOTE=" + server.url(),
                                  "CUJIT_CACHE_REMOTE_TIMEOUT_MS=" + std::string(remote_timeout_ms),
@@ -134,17 +140,16 @@ LoadRun run_under_load(const test::RedisServer& server, Fault fault, std::size_t
   for (int i = 0; i < 6000 && !fs::exists(mark); ++i) std::this_thread::sleep_for(milliseconds(5));
   EXPECT_TRUE(fs::exists(mark)) << "no build started within 30 s";
   // The fault comes once every process has asked Redis something past connecting (its
-  // lookup of the first key: CLIENT LIST shows each connection's last command) and every
-  // machine has asked for the fleet lock (a SET NX each: the builder's taken, the others'
-  // refused; the builder's SET of the value comes after its build): all of them wait for
-  // that build then, on the fleet lock or on their machine's disk lock. A process whose very
+  // lookup of its key: CLIENT LIST shows each connection's last command) and for the fleet
+  // lock (a SET NX each: the builders' taken, the others' refused; a builder's SET of the
+  // value comes after its build): all of them build or wait for a build then. A process whose very
   // first call times out in the pause never saw the lock, cannot know that a build runs
   // elsewhere, and builds (Redis is unavailable to it); that is not the lock's wake-up,
   // which this test measures.
   const auto asking_clients = [&] {
     std::istringstream clients(server.command({"CLIENT", "LIST"}));
     int asking = 0;
-    for (std::string client; std::getline(clients, client);) {
+    for (std::string client; std::getline(clients, client);) {  // empty when Redis did not answer
       const std::size_t at = client.find(" cmd=");
       if (at == std::string::npos) continue;
       const std::string command = client.substr(at + 5, client.find(' ', at + 5) - at - 5);
@@ -159,23 +164,27 @@ LoadRun run_under_load(const test::RedisServer& server, Fault fault, std::size_t
     return at == std::string::npos ? 0 : std::atoi(stats.c_str() + at + field.size());
   };
   int asking = 0, lock_requests = 0;
-  for (int i = 0; i < 400 && (asking < processes || lock_requests < machines); ++i) {
+  for (int i = 0; i < 400 && (asking < processes || lock_requests < processes); ++i) {
     asking = asking_clients();
     lock_requests = calls("set");
-    if (asking < processes || lock_requests < machines) std::this_thread::sleep_for(milliseconds(5));
+    if (asking < processes || lock_requests < processes) std::this_thread::sleep_for(milliseconds(5));
   }
-  EXPECT_GE(asking, processes) << "not every process asked Redis within 2 s";
-  EXPECT_GE(lock_requests, machines) << "not every machine asked for the lock within 2 s";
+  EXPECT_GE(asking, processes) << "not every process asked Redis within 2 s; CLIENT LIST:\n"
+                                << server.command({"CLIENT", "LIST"});
+  EXPECT_GE(lock_requests, processes) << "not every process asked for the lock within 2 s";
+  const auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
   switch (fault) {
     case Fault::paused:
-      // Two timeouts long: the builder's write and release and the waiters' polls time out.
+      // Longer than a timeout: the builder's write and the waiters' polls time out.
       server.kill(SIGSTOP);
-      std::this_thread::sleep_for(milliseconds(2000));
+      std::this_thread::sleep_for(milliseconds(1500));
       server.kill(SIGCONT);
       break;
     case Fault::slow: {
-      // Redis blocked 300 ms at a time for about 2 s: every call waits, none times out.
-      const auto until = std::chrono::steady_clock::now() + milliseconds(2000);
+      // Redis blocked 300 ms at a time for about 1.5 s: every call waits, none times out.
+      const auto until = std::chrono::steady_clock::now() + milliseconds(1500);
       while (std::chrono::steady_clock::now() < until) {
         EXPECT_EQ(server.command({"DEBUG", "SLEEP", "0.3"}), "+OK");
         std::this_thread::sleep_for(milliseconds(20));
@@ -185,6 +194,11 @@ LoadRun run_under_load(const test::RedisServer& server, Fault fault, std::size_t
     case Fault::no_eval: break;
     case Fault::killed: server.kill(SIGKILL); break;
   }
+  // Paused: Redis answers again from here, and no waiter can have its entry before,
+  // whatever the lock does (a builder whose write timed out is done before Redis holds its
+  // entry). Killed: the waiters build from here. Slow and EVAL-less: Redis answers all
+  // along, the lag counts from the first build.
+  const long long fault_over_ns = fault == Fault::paused || fault == Fault::killed ? now_ns() : 0;
   LoadRun run;
   std::map<long, long long> first_built;  // per key: when its first build's process was answered
   std::vector<std::map<long, Answer>> answers;
@@ -210,7 +224,7 @@ LoadRun run_under_load(const test::RedisServer& server, Fault fault, std::size_t
         run.correct += correct;
       }
     }
-    EXPECT_EQ(mine.size(), static_cast<std::size_t>(keys)) << result.output;
+    EXPECT_EQ(mine.size(), 1u) << result.output;
     bool built = false;
     for (const auto& [index, answer] : mine) built = built || answer.source == "built";
     if (built) {
@@ -226,11 +240,14 @@ LoadRun run_under_load(const test::RedisServer& server, Fault fault, std::size_t
   for (long index = 0; index < keys; ++index) {
     const auto first = first_built.find(index);
     if (first == first_built.end()) continue;  // no build of it: reported by the caller
+    // From the later of the key's first build answered and the fault over: a builder whose
+    // write timed out in the pause is done before Redis holds its entry.
+    const long long from = std::max(first->second, fault_over_ns);
     run.answers += "key " + std::to_string(index) + ":";
     for (const std::map<long, Answer>& mine : answers) {
       const auto answer = mine.find(index);
       if (answer == mine.end()) continue;
-      const long long lag = (answer->second.done_ns - first->second) / 1'000'000;
+      const long long lag = (answer->second.done_ns - from) / 1'000'000;
       run.largest_lag_ms = std::max(run.largest_lag_ms, lag);
       run.answers += " " + std::to_string(lag) + "(" + answer->second.source + ")";
     }
@@ -257,7 +274,7 @@ void expect_under_load(Fault fault) {
     ASSERT_EQ(server.problem(), "");
     std::size_t burner_threads = 0;
     const LoadRun run = run_under_load(server, fault, burner_threads);
-    EXPECT_EQ(run.correct, processes * keys);
+    EXPECT_EQ(run.correct, processes);
     bool one_each = true;
     std::string builds;
     for (long index = 0; index < keys; ++index) {
@@ -265,19 +282,19 @@ void expect_under_load(Fault fault) {
       builds += (index == 0 ? "" : ",") + std::to_string(built);
       one_each = one_each && built == 1;
       if (fault == Fault::killed) {
-        // Redis gone: each machine's disk lock still makes one build there, at most.
+        // Redis gone, and the lock with it: the waiters build, each once.
+        const int asking = static_cast<int>((processes - 1 - index) / keys + 1);
         EXPECT_GE(built, 1) << "key " << index;
-        EXPECT_LE(built, machines) << "key " << index;
+        EXPECT_LE(built, asking) << "key " << index;
       } else {
         EXPECT_EQ(built, 1) << "key " << index << "; the builders' warnings:\n" << run.warnings;
       }
     }
-    EXPECT_LE(run.largest_lag_ms, largest_lag.count()) << "answers, ms after the key's first build:\n" << run.answers;
-    std::printf("%s", run.answers.c_str());  // DEBUG
+    EXPECT_LE(run.largest_lag_ms, largest_lag.count()) << "answers, ms after the key's first build or the fault's end:\n" << run.answers;
     single_flight += one_each;
     worst_lag = std::max(worst_lag, run.largest_lag_ms);
     std::printf("fleet under load: redis %s, run %d: %d processes on %d machines, %ld keys, builds per key %s, "
-                "latest answer %lld ms after the key's first build, burner %zu threads, load %.1f\n",
+                "latest answer %lld ms after the key's first build (or the fault's end), burner %zu threads, load %.1f\n",
                 name_of(fault), r + 1, processes, machines, keys, builds.c_str(), run.largest_lag_ms, burner_threads,
                 run.load);
   }

@@ -327,10 +327,16 @@ RemoteCache::RemoteCache(RemoteSettings settings)
 
 RemoteCache::~RemoteCache() {
   {
-    std::lock_guard<std::mutex> lock(release_mutex_);
+    // Unlocks still pending get the back-off's time to be done: a process that ends right
+    // after its build (one compile, the CLI) while Redis is paused would otherwise leave its
+    // lock to its TTL, every other machine waiting 30 s for an entry that is there (issue
+    // 32). A Redis that refuses connections holds no lock, and those are dropped at once
+    // (release_pending), so a dead Redis does not hold the exit.
+    std::unique_lock<std::mutex> lock(release_mutex_);
+    release_wake_.wait_for(lock, settings_.backoff, [this] { return pending_.empty() && releasing_ == 0; });
     stopping_ = true;  // locks not released by now expire on their own
   }
-  release_wake_.notify_one();
+  release_wake_.notify_all();
   if (releaser_.joinable()) releaser_.join();
 }
 
@@ -446,13 +452,6 @@ RemoteOutcome RemoteCache::lock(const std::string& flight, std::chrono::millisec
   const std::string name = lock_key(flight);
   const std::string ttl_ms = std::to_string(std::max<std::chrono::milliseconds::rep>(ttl.count(), 1));
   const std::lock_guard<std::mutex> lock(mutex_);
-  // Asked past the back-off: lookups skip a Redis that failed (one timeout, not one per
-  // lookup), but a build, far longer than a timeout, still asks for the lock. Otherwise
-  // one call that timed out (Redis paused a moment, or the process starved under load)
-  // would make the process build every key it misses for the whole back-off while another
-  // machine builds it too (issue 32: 2 builds of a key with Redis stopped for 2 s). Once
-  // Redis answers, the connection is back and lookups go on too.
-  connection_->retry_after = {};
   RemoteOutcome outcome{};
   const Reply reply =
       connection_->command({"SET", name, candidate, "NX", "PX", ttl_ms}, outcome, problem, Access::write);
@@ -565,7 +564,7 @@ void RemoteCache::unlock_later(const std::string& flight, const std::string& tok
       return;
     }
   }
-  release_wake_.notify_one();
+  release_wake_.notify_all();
 }
 
 void RemoteCache::release_pending() noexcept {
@@ -577,23 +576,30 @@ void RemoteCache::release_pending() noexcept {
     }
     std::vector<PendingUnlock> trying;
     trying.swap(pending_);
+    releasing_ = trying.size();
     lock.unlock();
     std::vector<PendingUnlock> again;
     for (PendingUnlock& pending : trying) {
       if (Clock::now() >= pending.expires) continue;  // expired: nothing left to release
       RemoteOutcome outcome = RemoteOutcome::unavailable;
+      bool gone = false;  // nothing listens on the port: no lock left to release
       try {
         std::string problem;
         const std::lock_guard<std::mutex> turn(lock_mutex_);
         const std::string name = lock_key(pending.flight);
         outcome = compare_and(compare_and_delete, {"DEL", name}, pending.flight, pending.token, problem);
+        gone = lock_connection_->refused;
       } catch (...) {
         // Out of memory building the command: tried again next round.
       }
-      if (outcome == RemoteOutcome::unavailable || outcome == RemoteOutcome::skipped) again.push_back(std::move(pending));
+      if ((outcome == RemoteOutcome::unavailable || outcome == RemoteOutcome::skipped) && !gone) {
+        again.push_back(std::move(pending));
+      }
     }
     lock.lock();
     for (PendingUnlock& pending : again) pending_.push_back(std::move(pending));
+    releasing_ = 0;
+    if (pending_.empty()) release_wake_.notify_all();  // the destructor may wait for this
     if (!pending_.empty()) release_wake_.wait_for(lock, release_retry, [this] { return stopping_; });
   }
 }

@@ -182,7 +182,9 @@ class RemoteCache {
   std::mutex lock_mutex_;  // the fleet locks' renewals and releases (renew, unlock), likewise
   std::unique_ptr<Connection> lock_connection_;
 
-  // Unlocks that could not be done when asked, tried again by `releaser_` until done or expired.
+  // Unlocks that could not be done when asked, tried again by `releaser_` until done or
+  // expired, or Redis refuses connections (gone, and its locks with it); the destructor
+  // waits for them up to the back-off.
   struct PendingUnlock {
     std::string flight, token;
     std::chrono::steady_clock::time_point expires;
@@ -194,6 +196,7 @@ class RemoteCache {
   std::mutex release_mutex_;
   std::condition_variable release_wake_;
   std::vector<PendingUnlock> pending_;
+  std::size_t releasing_ = 0;  // taken out of pending_ and being tried now (the destructor waits for both)
   bool stopping_ = false;
   std::thread releaser_;  // started with the first unlock that could not be done at once
 
