@@ -3,10 +3,11 @@
 // checks every payload. The cache comes from the environment (CUJIT_CACHE_DIR,
 // CUJIT_CACHE_REMOTE, CUJIT_CACHE_LOCK_TIMEOUT, CUJIT_CACHE_REMOTE_LOCK_MS...).
 //
-//   cache_fleet_child FIRST COUNT BUILD_MS [MARK [hang]]
+//   cache_fleet_child FIRST COUNT BUILD_MS [MARK [hang | until=FILE]]
 //
 // Asks for keys FIRST..FIRST+COUNT-1. MARK: a file created when a build starts. hang: a
-// build never ends (the test kills the process). Prints one line:
+// build never ends (the test kills the process). until=FILE: a build ends once FILE exists
+// (the fleet-under-load test ends the builds when its fault is on). Prints one line:
 //   fleet builds=B memory_hits=.. disk_hits=D remote_hits=R process_waits=W remote_waits=X
 //         lock_timeouts=T remote_lock_timeouts=U correct=C keys=K
 // then, per key, when it was answered and how (the fleet-under-load test measures each
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   const long build_ms = std::strtol(argv[3], nullptr, 10);
   const std::string mark = argc > 4 ? argv[4] : "";
   const bool hang = argc > 5 && std::string(argv[5]) == "hang";
+  const std::string until = argc > 5 && std::string(argv[5]).rfind("until=", 0) == 0 ? std::string(argv[5]).substr(6) : "";
   try {
     cujit::BuildCache cache(cujit::CacheConfig::from_environment());
     long correct = 0;
@@ -57,7 +59,7 @@ int main(int argc, char** argv) {
         if (!mark.empty()) std::ofstream(mark) << "building\n";
         do {
           std::this_thread::sleep_for(std::chrono::milliseconds(build_ms));
-        } while (hang);
+        } while (hang || (!until.empty() && !std::ifstream(until)));
         return payload_of(index);
       }, &source);
       const auto done = std::chrono::duration_cast<std::chrono::nanoseconds>(
