@@ -9,7 +9,8 @@
 // stops writing and goes on reading.
 // It is not trusted with availability either: every call is bounded by a timeout (connect
 // and each socket read or write), and a Redis that is down, slow or refuses this client is
-// left alone for a back-off period, so later lookups do not each pay the timeout. Nothing
+// left alone for a back-off period, so later lookups do not each pay the timeout (ended
+// early once Redis answers the lock's own connection, which never waits it out). Nothing
 // here throws, and a dropped connection never raises SIGPIPE in the process.
 //
 // Built only with hiredis (CUJIT_HAVE_HIREDIS); without it remote_built_in() is false and
@@ -105,6 +106,8 @@ class RemoteCache {
   // The fleet lock of `flight`: SET <prefix>lock:<flight> <token> NX PX <ttl>. `done` when
   // taken (token set), `missing` when another machine holds it, `read_only` (not tried)
   // when this client does not write: it may wait for others' locks, never take one.
+  // `unavailable` when no answer came in time: the SET may still run once Redis goes on, so
+  // it is released with its token like a held lock (unlock) until Redis answers.
   RemoteOutcome lock(const std::string& flight, std::chrono::milliseconds ttl, std::string& token,
                      std::string& problem);
   // Whether the lock of `flight` is still there (`done`) or gone (`missing`): a waiter's
