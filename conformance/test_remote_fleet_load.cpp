@@ -2,17 +2,17 @@
 // one real redis-server and ask for the same 3 keys at once (process i asks key i % 3, so
 // that every key is in flight when the fault comes: a process that went on to a next key
 // while Redis is still paused never saw that key's lock and builds it, by design, which is
-// not what this test measures), while a CPU burner keeps
-// every core busy, and Redis fails in one way per test while the first build runs: paused
-// (SIGSTOP, then SIGCONT), slow (DEBUG SLEEP pulses), without EVAL (rename-command), killed
-// (SIGKILL). Asserted: every process gets every payload; one build per key where the fault
-// leaves the lock decidable (paused, slow, EVAL-less), at least one and at most one per
-// process asking when Redis is killed (its lock is gone with it); and no process is answered a
-// key more than 2 s after that key's first build was answered, or after the fault was over
-// when that is later (each child reports when it was answered, on CLOCK_MONOTONIC). The
-// bound is on the lock's wake-up, not a speed: a waiter stuck until a TTL shows as ~30 s.
+// not what this test measures), while a CPU burner keeps every core busy, and Redis fails
+// in one way per test while the builds run: paused (SIGSTOP, then SIGCONT), slow (DEBUG
+// SLEEP pulses), without EVAL (rename-command), killed (SIGKILL). Asserted: every process
+// gets its payload; one build per key where the fault leaves the lock decidable (paused,
+// slow, EVAL-less), at least one and at most one per process asking when Redis is killed
+// (its lock is gone with it); and no process is answered a key more than 2 s after that
+// key's first build was answered, or after the fault was over when that is later (each
+// child reports when it was answered, on CLOCK_MONOTONIC). The bound is on the lock's
+// wake-up, not a speed: a waiter stuck until a TTL shows as ~30 s.
 //
-// One run per fault by default (CI: about 20 s in all); CUJIT_FLEET_LOAD_RUNS=N repeats
+// One run per fault by default (CI: about 13 s in all); CUJIT_FLEET_LOAD_RUNS=N repeats
 // each N times (the figures of docs/cache.md, run by hand), printing one line per run.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -47,14 +47,15 @@ constexpr long keys = 3;
 // this often.
 constexpr long build_step_ms = 50;
 // Each Redis call may take this long: the 50 ms default loses single flight at load 10+
-// (issue 32), the fleet measured there held it at 500 ms. Faults below are longer.
+// (issue 32), the fleet measured there held it at 500 ms. The pause below is longer than
+// this (calls time out), the slow pulses shorter (calls wait).
 constexpr const char* remote_timeout_ms = "1000";
 // The bound of the test: no process is answered a key later than this after the key's
-// first build finished.
+// first build was answered (or the pause's end, when later).
 constexpr milliseconds largest_lag{2000};
 
-// Busy threads, one per core and as many again, from construction to destruction (always
-// stopped, whatever the test asserted).
+// Busy threads, twice the cores plus 2, from construction to destruction (always stopped,
+// whatever the test asserted).
 class CpuBurner {
  public:
   CpuBurner() {
