@@ -578,6 +578,62 @@ TEST(RemoteCacheFleetLock, AWriteThatTimesOutStillReleasesTheLockWhenRedisAnswer
   EXPECT_FALSE(has_warning(waiter, "held its lock for more than"));
 }
 
+// Waits (bounded, 5 s) until `key` is gone from `server`.
+bool gone_soon(const test::RedisServer& server, const std::string& key) {
+  for (int i = 0; i < 1000; ++i) {
+    if (server.command({"EXISTS", key}) == ":0") return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// A lock request that gets no answer in time (Redis stopped) is not "not taken": Redis runs
+// the SET NX when it goes on, and the lock would be held by nobody for its TTL (a minute
+// here), every machine waiting for it. The requester releases it with its token once Redis
+// answers.
+TEST_F(RemoteCacheLock, ARequestWithoutAnAnswerIsReleasedWhenRedisAnswers) {
+  detail::RemoteCache& remote = *remote_;
+  const std::string flight(64, 'n');
+  std::string token, problem;
+  // Connected before Redis stops, so that the SET NX is sent (and run later), not its connect.
+  ASSERT_EQ(remote.stored("connected", problem), detail::RemoteOutcome::missing) << problem;
+  server_.kill(SIGSTOP);
+  EXPECT_EQ(remote.lock(flight, std::chrono::minutes(1), token, problem), detail::RemoteOutcome::unavailable);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  server_.kill(SIGCONT);
+  EXPECT_TRUE(gone_soon(server_, remote.lock_key(flight))) << "the lock is held by nobody";
+  // And a lock another holds now is left to it.
+  ASSERT_EQ(server_.command({"SET", remote.lock_key(flight), "another machine"}), "+OK");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(server_.command({"GET", remote.lock_key(flight)}), "another machine");
+}
+
+// A process that ends right after its build (one compile, the CLI) while Redis is stopped:
+// its write and its release time out, and its cache waits for the release (up to the
+// back-off) before it is gone, so the lock is deleted once Redis answers, not left to its
+// TTL (a minute here).
+TEST(RemoteCacheFleetLock, AProcessEndingWithItsReleasePendingReleasesItWhenRedisAnswers) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  const fs::path mark = temp.path() / "building", go = temp.path() / "go";
+  test::RunningChild builder({CUJIT_FLEET_CHILD, "0", "1", "10", mark.string(), "until=" + go.string()},
+                             {"CUJIT_CACHE_DIR=" + (temp.path() / "a").string(), "CUJIT_CACHE_REMOTE=" + server.url(),
+                              "CUJIT_CACHE_REMOTE_LOCK_MS=60000", signing_key_variable()});
+  for (int i = 0; i < 2000 && !fs::exists(mark); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(fs::exists(mark)) << "the builder never started its build";
+  const std::string lock_key = detail::remote_key_prefix() + "lock:" + CacheKey("fleet-test").add("name", "key-0").digest();
+  ASSERT_EQ(server.command({"EXISTS", lock_key}), ":1");
+  server.kill(SIGSTOP);
+  std::ofstream(go) << "go\n";  // the build ends; its write and release time out (50 ms)
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  server.kill(SIGCONT);
+  const test::ChildResult result = builder.finish();
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("fleet builds=1 "), std::string::npos) << result.output;
+  EXPECT_TRUE(gone_soon(server, lock_key)) << "the lock was left to its TTL";
+}
+
 // A Redis user without scripting (EVAL refused): the lock is still extended while the
 // build runs (so the other machine waits, one build) and released when it ends (the lock
 // key is gone at once, not at its TTL), by GET then PEXPIRE / DEL, with one warning.

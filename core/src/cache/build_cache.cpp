@@ -337,6 +337,9 @@ struct BuildCache::State {
         state.stats.remote_wait_ms += elapsed_ms(began);
       }
     } wait_clock{*this, waited, wait_began};
+    // How long a poll asks a Redis that does not answer: the lock it saw held lives one TTL
+    // at most unless renewed, and the wait as a whole is bounded by lock_timeout.
+    const auto patience = [&] { return std::min(deadline, std::chrono::steady_clock::now() + config.remote_lock_ttl); };
     while (true) {
       std::string token, problem;
       detail::RemoteOutcome outcome = remote->lock(flight, config.remote_lock_ttl, token, problem);
@@ -350,7 +353,7 @@ struct BuildCache::State {
           std::lock_guard<std::mutex> lock(mutex);
           note_remote(outcome, problem, BuildCache::Count::nothing);
         }
-        outcome = remote->locked(flight, problem);
+        outcome = remote->locked(flight, patience(), problem);
         if (outcome == detail::RemoteOutcome::missing) return {};
         if (outcome == detail::RemoteOutcome::done) outcome = detail::RemoteOutcome::missing;
       }
@@ -370,9 +373,16 @@ struct BuildCache::State {
         }
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, longest_remote_poll);
-        outcome = remote->locked(flight, problem);
+        outcome = remote->locked(flight, patience(), problem);
         if (outcome == detail::RemoteOutcome::missing && !remote->writes()) return {};  // its entry is in, or never comes
-        if (outcome == detail::RemoteOutcome::missing) break;  // released or expired: try to take it
+        // Released (its entry written through) or expired. The entry is looked up without
+        // the lock when it is there: waiters that each took the lock in turn, to find it and
+        // release it again, queued behind one another (issue 32: with Redis slow, the last
+        // of 8 was answered 2.4 s after the build). Not there: the lock is taken, as before.
+        if (outcome == detail::RemoteOutcome::missing) {
+          if (remote->stored(flight, problem) == detail::RemoteOutcome::done) return {};
+          break;
+        }
         if (outcome == detail::RemoteOutcome::done) outcome = detail::RemoteOutcome::missing;
       }
       if (outcome != detail::RemoteOutcome::missing) {

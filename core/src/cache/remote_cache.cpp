@@ -8,7 +8,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string_view>
 #include <vector>
@@ -171,17 +173,23 @@ std::string address_within(const std::string& host, std::chrono::milliseconds ti
 }  // namespace
 
 struct RemoteCache::Connection {
-  Connection(const RemoteSettings& of, Unsupported& server) : settings(of), unsupported(server) {}
+  Connection(const RemoteSettings& of, Unsupported& server, std::atomic<Clock::rep>& any_answer)
+      : settings(of), unsupported(server), answered(any_answer) {}
 
   const RemoteSettings& settings;
   Unsupported& unsupported;  // shared by the cache's connections
+  std::atomic<Clock::rep>& answered;  // shared too: when either last had a reply
   Context context;
-  Clock::time_point retry_after{};
+  Clock::time_point retry_after{}, failed_at{};
   std::string last_failure;
+  // Whether the last connect was refused (nothing listening on the port: Redis is gone,
+  // and no lock of it holds), not timed out (Redis there but not answering).
+  bool refused = false;
 
   RemoteOutcome fail(std::string why, std::string& problem) {
     context.reset();
-    retry_after = Clock::now() + settings.backoff;
+    failed_at = Clock::now();
+    retry_after = failed_at + settings.backoff;
     last_failure = settings.url.redacted() + ": " + std::move(why);
     problem = last_failure + " (remote tier left alone for " + std::to_string(settings.backoff.count()) + " ms)";
     return RemoteOutcome::unavailable;
@@ -214,9 +222,13 @@ struct RemoteCache::Connection {
     std::string why;
     const std::string address = address_within(settings.url.host, settings.timeout, why);
     if (address.empty()) return fail(why, problem);
+    refused = false;
     context.reset(api->redisConnectWithTimeout(address.c_str(), settings.url.port, to_timeval(settings.timeout)));
     if (!context) return fail("cannot allocate a connection", problem);
-    if (context->err != 0) return fail("cannot connect: " + std::string(context->errstr), problem);
+    if (context->err != 0) {
+      refused = context->err == REDIS_ERR_IO && std::string(context->errstr) == std::strerror(ECONNREFUSED);
+      return fail("cannot connect: " + std::string(context->errstr), problem);
+    }
     if (api->redisSetTimeout(context.get(), to_timeval(settings.timeout)) != REDIS_OK) {
       return fail("cannot set the timeout: " + std::string(context->errstr), problem);
     }
@@ -248,7 +260,11 @@ struct RemoteCache::Connection {
       return nullptr;
     }
     if (!context) {
-      if (Clock::now() < retry_after) {
+      // Left alone until the back-off ends, or until Redis answered again on the other
+      // connection (the lock's, which never waits it out): a builder whose write timed out
+      // while Redis paused would otherwise build its next keys without the fleet lock for
+      // the whole back-off, every other machine with them (issue 32).
+      if (Clock::now() < retry_after && answered.load(std::memory_order_relaxed) <= failed_at.time_since_epoch().count()) {
         outcome = RemoteOutcome::skipped;
         problem = last_failure;
         return nullptr;
@@ -260,6 +276,7 @@ struct RemoteCache::Connection {
       outcome = fail(std::string(args.front()) + " failed: " + std::string(context->errstr), problem);
       return nullptr;
     }
+    answered.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     if (reply->type == REDIS_REPLY_ERROR && refuses_access(*reply) && !(access == Access::write && is_noperm(*reply))) {
       outcome = fail(std::string(args.front()) + " refused: " + reply_text(*reply), problem);
       return nullptr;
@@ -303,17 +320,23 @@ struct RemoteCache::Connection {
 
 RemoteCache::RemoteCache(RemoteSettings settings)
     : settings_(std::move(settings)),
-      connection_(std::make_unique<Connection>(settings_, unsupported_)),
-      lock_connection_(std::make_unique<Connection>(settings_, unsupported_)) {
+      connection_(std::make_unique<Connection>(settings_, unsupported_, answered_)),
+      lock_connection_(std::make_unique<Connection>(settings_, unsupported_, answered_)) {
   writes_ = !settings_.trust || settings_.trust->writes();
 }
 
 RemoteCache::~RemoteCache() {
   {
-    std::lock_guard<std::mutex> lock(release_mutex_);
+    // Unlocks still pending get the back-off's time to be done: a process that ends right
+    // after its build (one compile, the CLI) while Redis is paused would otherwise leave its
+    // lock to its TTL, every other machine waiting 30 s for an entry that is there (issue
+    // 32). A Redis that refuses connections holds no lock, and those are dropped at once
+    // (release_pending), so a dead Redis does not hold the exit.
+    std::unique_lock<std::mutex> lock(release_mutex_);
+    release_wake_.wait_for(lock, settings_.backoff, [this] { return pending_.empty() && releasing_ == 0; });
     stopping_ = true;  // locks not released by now expire on their own
   }
-  release_wake_.notify_one();
+  release_wake_.notify_all();
   if (releaser_.joinable()) releaser_.join();
 }
 
@@ -432,7 +455,14 @@ RemoteOutcome RemoteCache::lock(const std::string& flight, std::chrono::millisec
   RemoteOutcome outcome{};
   const Reply reply =
       connection_->command({"SET", name, candidate, "NX", "PX", ttl_ms}, outcome, problem, Access::write);
-  if (!reply) return outcome;
+  if (!reply) {
+    // No answer in time is not "not taken": a Redis that was paused runs the SET once it
+    // goes on, and the lock is then held by a token nobody releases, every machine waiting
+    // out its TTL (issue 32: 32 s after a 2 s pause). Released like a held lock that could
+    // not be released at once: compare-and-delete with this token until done or expired.
+    if (outcome == RemoteOutcome::unavailable) unlock_later(flight, candidate, Clock::now() + std::chrono::milliseconds(ttl));
+    return outcome;
+  }
   if (reply->type == REDIS_REPLY_NIL) return RemoteOutcome::missing;
   if (reply->type == REDIS_REPLY_STATUS) {
     token = candidate;
@@ -444,16 +474,36 @@ RemoteOutcome RemoteCache::lock(const std::string& flight, std::chrono::millisec
                        problem);
 }
 
-RemoteOutcome RemoteCache::locked(const std::string& flight, std::string& problem) {
-  const std::lock_guard<std::mutex> lock(mutex_);
+// EXISTS of `name` on the value connection: `done` (1), `missing` (0), `refused` (another reply).
+RemoteOutcome RemoteCache::exists(const std::string& name, std::string& problem) {
   RemoteOutcome outcome{};
-  const Reply reply = connection_->command({"EXISTS", lock_key(flight)}, outcome, problem);
+  const Reply reply = connection_->command({"EXISTS", name}, outcome, problem);
   if (!reply) return outcome;
   if (reply->type != REDIS_REPLY_INTEGER) {
-    problem = "EXISTS " + lock_key(flight) + " answered a reply of type " + std::to_string(reply->type);
+    problem = "EXISTS " + name + " answered a reply of type " + std::to_string(reply->type);
     return RemoteOutcome::refused;
   }
   return reply->integer != 0 ? RemoteOutcome::done : RemoteOutcome::missing;
+}
+
+RemoteOutcome RemoteCache::locked(const std::string& flight, Clock::time_point patience, std::string& problem) {
+  while (true) {
+    RemoteOutcome outcome{};
+    bool refused = false;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      connection_->retry_after = {};  // a waiter's poll: the back-off would end its wait
+      outcome = exists(lock_key(flight), problem);
+      refused = connection_->refused;
+    }
+    if (outcome != RemoteOutcome::unavailable || refused || Clock::now() >= patience) return outcome;
+    std::this_thread::sleep_for(release_retry);
+  }
+}
+
+RemoteOutcome RemoteCache::stored(const std::string& key, std::string& problem) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return exists(value_key(key), problem);
 }
 
 // The lock's compare-and-act in one EVAL, or (once EVAL was refused) as a GET and the act:
@@ -514,7 +564,7 @@ void RemoteCache::unlock_later(const std::string& flight, const std::string& tok
       return;
     }
   }
-  release_wake_.notify_one();
+  release_wake_.notify_all();
 }
 
 void RemoteCache::release_pending() noexcept {
@@ -526,23 +576,30 @@ void RemoteCache::release_pending() noexcept {
     }
     std::vector<PendingUnlock> trying;
     trying.swap(pending_);
+    releasing_ = trying.size();
     lock.unlock();
     std::vector<PendingUnlock> again;
     for (PendingUnlock& pending : trying) {
       if (Clock::now() >= pending.expires) continue;  // expired: nothing left to release
       RemoteOutcome outcome = RemoteOutcome::unavailable;
+      bool gone = false;  // nothing listens on the port: no lock left to release
       try {
         std::string problem;
         const std::lock_guard<std::mutex> turn(lock_mutex_);
         const std::string name = lock_key(pending.flight);
         outcome = compare_and(compare_and_delete, {"DEL", name}, pending.flight, pending.token, problem);
+        gone = lock_connection_->refused;
       } catch (...) {
         // Out of memory building the command: tried again next round.
       }
-      if (outcome == RemoteOutcome::unavailable || outcome == RemoteOutcome::skipped) again.push_back(std::move(pending));
+      if ((outcome == RemoteOutcome::unavailable || outcome == RemoteOutcome::skipped) && !gone) {
+        again.push_back(std::move(pending));
+      }
     }
     lock.lock();
     for (PendingUnlock& pending : again) pending_.push_back(std::move(pending));
+    releasing_ = 0;
+    if (pending_.empty()) release_wake_.notify_all();  // the destructor may wait for this
     if (!pending_.empty()) release_wake_.wait_for(lock, release_retry, [this] { return stopping_; });
   }
 }
@@ -600,7 +657,11 @@ RemoteOutcome RemoteCache::write_refused(const std::string&, const std::string&,
 RemoteOutcome RemoteCache::lock(const std::string&, std::chrono::milliseconds, std::string&, std::string& problem) {
   return not_built_in(problem);
 }
-RemoteOutcome RemoteCache::locked(const std::string&, std::string& problem) { return not_built_in(problem); }
+RemoteOutcome RemoteCache::locked(const std::string&, Clock::time_point, std::string& problem) {
+  return not_built_in(problem);
+}
+RemoteOutcome RemoteCache::stored(const std::string&, std::string& problem) { return not_built_in(problem); }
+RemoteOutcome RemoteCache::exists(const std::string&, std::string& problem) { return not_built_in(problem); }
 RemoteOutcome RemoteCache::remove(const std::string&, std::string& problem) { return not_built_in(problem); }
 RemoteOutcome RemoteCache::unlock(const std::string&, const std::string&, Clock::time_point) {
   return RemoteOutcome::unavailable;

@@ -9,7 +9,8 @@
 // stops writing and goes on reading.
 // It is not trusted with availability either: every call is bounded by a timeout (connect
 // and each socket read or write), and a Redis that is down, slow or refuses this client is
-// left alone for a back-off period, so later lookups do not each pay the timeout. Nothing
+// left alone for a back-off period, so later lookups do not each pay the timeout (ended
+// early once Redis answers the lock's own connection, which never waits it out). Nothing
 // here throws, and a dropped connection never raises SIGPIPE in the process.
 //
 // Built only with hiredis (CUJIT_HAVE_HIREDIS); without it remote_built_in() is false and
@@ -105,10 +106,24 @@ class RemoteCache {
   // The fleet lock of `flight`: SET <prefix>lock:<flight> <token> NX PX <ttl>. `done` when
   // taken (token set), `missing` when another machine holds it, `read_only` (not tried)
   // when this client does not write: it may wait for others' locks, never take one.
+  // `unavailable` when no answer came in time: the SET may still run once Redis goes on, so
+  // it is released with its token like a held lock (unlock) until Redis answers.
   RemoteOutcome lock(const std::string& flight, std::chrono::milliseconds ttl, std::string& token,
                      std::string& problem);
-  // Whether the lock of `flight` is still there (`done`) or gone (`missing`).
-  RemoteOutcome locked(const std::string& flight, std::string& problem);
+  // Whether the lock of `flight` is still there (`done`) or gone (`missing`): a waiter's
+  // poll. It never waits out the back-off, and a Redis that does not answer in time (paused,
+  // slower than the timeout) is asked again every few milliseconds until it answers or
+  // `patience` ends (the caller's bound: the lock's TTL after it was last seen, within
+  // lock_timeout): a waiter that gave up on a lock it saw held, because Redis paused, would
+  // build the key a second time (issue 32: 8 builds of one key on 8 machines with Redis
+  // stopped 2 s). A server that refuses the connection (nothing listening: Redis killed)
+  // holds no lock any more and is not asked again: `unavailable` at once, the waiter builds.
+  RemoteOutcome locked(const std::string& flight, std::chrono::steady_clock::time_point patience,
+                       std::string& problem);
+  // Whether a value is stored under `key` (`done`) or not (`missing`), unchecked: a waiter
+  // whose builder released the lock looks for the entry it wrote through before taking the
+  // lock itself (BuildCache), so that the waiters do not pass the lock from one to the next.
+  RemoteOutcome stored(const std::string& key, std::string& problem);
   // Deletes the lock only if it still holds `token` (a Lua compare-and-delete): a lock that
   // expired and was taken by another machine is left to it. Through the lock connection
   // (its own, like renew: never waiting out the value connection's back-off, so a timed
@@ -157,8 +172,12 @@ class RemoteCache {
   // The outcome of a write's error reply: a refusal of this client's permission switches
   // writes off (`forbidden`), anything else is `refused`. `what` names the command.
   RemoteOutcome write_refused(const std::string& what, const std::string& reply, std::string& problem);
+  RemoteOutcome exists(const std::string& name, std::string& problem);  // callers hold mutex_
 
   std::atomic<bool> writes_{true};
+  // When a connection last had a reply (steady_clock ticks): a back-off ends as soon as
+  // Redis is seen answering again on either connection (Connection::command).
+  std::atomic<std::chrono::steady_clock::rep> answered_{0};
   struct Connection;
   RemoteSettings settings_;
   std::mutex mutex_;  // one connection, one call at a time
@@ -166,7 +185,9 @@ class RemoteCache {
   std::mutex lock_mutex_;  // the fleet locks' renewals and releases (renew, unlock), likewise
   std::unique_ptr<Connection> lock_connection_;
 
-  // Unlocks that could not be done when asked, tried again by `releaser_` until done or expired.
+  // Unlocks that could not be done when asked, tried again by `releaser_` until done or
+  // expired, or Redis refuses connections (gone, and its locks with it); the destructor
+  // waits for them up to the back-off.
   struct PendingUnlock {
     std::string flight, token;
     std::chrono::steady_clock::time_point expires;
@@ -178,6 +199,7 @@ class RemoteCache {
   std::mutex release_mutex_;
   std::condition_variable release_wake_;
   std::vector<PendingUnlock> pending_;
+  std::size_t releasing_ = 0;  // taken out of pending_ and being tried now (the destructor waits for both)
   bool stopping_ = false;
   std::thread releaser_;  // started with the first unlock that could not be done at once
 
