@@ -360,6 +360,24 @@ TEST_P(HostileFormatChecks, RefuseWhatKillsTheLinkerAndSayWhy) {
       << "expected '" << GetParam().expected << "' in: '" << problem << "'";
 }
 
+// Every relocation type that names a function, set on a relocation against a symbol that is
+// not one (.rela.debug_frame's third entry names the section symbol .debug_frame), is refused
+// before nvJitLink sees it: types 31-34, 47-49 and 61 killed nvJitLinkAddData in the red-team
+// pass of issue 31; the same types against a function link (scale_kernel's own calls).
+TEST(HostileFormatChecks, EveryFunctionRelocationTypeAgainstANonFunctionIsRefused) {
+  const std::string original = read_bytes(fixture_path("scale_kernel.cubin"));
+  const std::size_t third_type = damage::section_data(original, ".rela.debug_frame") + 2 * 24 + 8;
+  for (const unsigned type : {0x1fu, 0x20u, 0x21u, 0x22u, 0x23u, 0x2fu, 0x30u, 0x31u, 0x3au, 0x3du, 0x3eu, 0x3fu,
+                              0x49u, 0x4bu, 0x66u}) {
+    std::string damaged = original;
+    damage::put(damaged, third_type, 4, type);
+    const std::string problem = integrity_problem(Format::cubin, damaged);
+    EXPECT_NE(problem.find("which names a function"), std::string::npos) << "type " << type << ": '" << problem << "'";
+  }
+  // The relocation as nvcc wrote it is sound (the check does not refuse by position).
+  EXPECT_EQ(integrity_problem(Format::cubin, original), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, HostileFormatChecks,
     ::testing::Values(
