@@ -210,14 +210,8 @@ TEST(ReduceBuild, ReduceIntoWithoutADeviceIsACudaError) {
 // (4096 items) and of the single-pass limit (8192), and two-pass sizes with a partial last
 // tile up to 2^28.
 std::vector<std::uint64_t> sizes_up_to_cap() {
-  std::vector<std::uint64_t> out;
-  const char* cap_text = std::getenv("CUJIT_TEST_MAX_N");
-  const std::uint64_t cap = cap_text != nullptr ? std::strtoull(cap_text, nullptr, 10) : ~std::uint64_t{0};
-  for (std::uint64_t n : {0ull, 1ull, 31ull, 255ull, 256ull, 257ull, 1024ull, 4095ull, 4096ull, 4097ull,
-                          8191ull, 8192ull, 8193ull, 65536ull, 1000003ull, (1ull << 22) + 5, 1ull << 28}) {
-    if (n <= cap) out.push_back(n);
-  }
-  return out;
+  return test::sizes_up_to_cap({0ull, 1ull, 31ull, 255ull, 256ull, 257ull, 1024ull, 4095ull, 4096ull, 4097ull,
+                               8191ull, 8192ull, 8193ull, 65536ull, 1000003ull, (1ull << 22) + 5, 1ull << 28});
 }
 
 long double init_for(Builtin op) {

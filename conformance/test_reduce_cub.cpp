@@ -268,13 +268,7 @@ std::vector<Cell> cells() {
 // inputs: 1 GiB of int32, 2 GiB of 64-bit items). CUJIT_TEST_MAX_N caps them, as for the
 // hand-written matrix (compute-sanitizer makes kernels far slower).
 std::vector<std::uint64_t> sizes_up_to_cap() {
-  const char* cap_text = std::getenv("CUJIT_TEST_MAX_N");
-  const std::uint64_t cap = cap_text != nullptr ? std::strtoull(cap_text, nullptr, 10) : ~std::uint64_t{0};
-  std::vector<std::uint64_t> out;
-  for (std::uint64_t n : {0ull, 1ull, 2ull, 1023ull, 1024ull, (1ull << 16) + 1, 1ull << 22, 1ull << 28}) {
-    if (n <= cap) out.push_back(n);
-  }
-  return out;
+  return test::sizes_up_to_cap({0ull, 1ull, 2ull, 1023ull, 1024ull, (1ull << 16) + 1, 1ull << 22, 1ull << 28});
 }
 
 // Both backends over every type, operator and n (sizes_up_to_cap): integer results and min/max are

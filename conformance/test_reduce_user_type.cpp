@@ -155,13 +155,7 @@ TEST(ReduceUserType, TheDefinitionIsInTheKey) {
 // Ascending (each test folds the host reference on from the previous n): up to 2^28 items,
 // 2 GiB of pairs and 6 GiB of 24-byte items. CUJIT_TEST_MAX_N caps them (compute-sanitizer).
 std::vector<std::uint64_t> sizes_up_to_cap() {
-  const char* cap_text = std::getenv("CUJIT_TEST_MAX_N");
-  const std::uint64_t cap = cap_text != nullptr ? std::strtoull(cap_text, nullptr, 10) : ~std::uint64_t{0};
-  std::vector<std::uint64_t> out;
-  for (std::uint64_t n : {0ull, 1ull, 2ull, 1023ull, 1024ull, (1ull << 16) + 1, 1ull << 22, 1ull << 28}) {
-    if (n <= cap) out.push_back(n);
-  }
-  return out;
+  return test::sizes_up_to_cap({0ull, 1ull, 2ull, 1023ull, 1024ull, (1ull << 16) + 1, 1ull << 22, 1ull << 28});
 }
 
 std::uint32_t mix(std::uint64_t i) {

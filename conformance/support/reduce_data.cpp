@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -154,6 +155,16 @@ long double read_result(const Type& type, DevicePtr out) {
     case Scalar::float64: { double v; std::memcpy(&v, bytes, 8); return v; }
     default: return std::numeric_limits<long double>::quiet_NaN();
   }
+}
+
+std::vector<std::uint64_t> sizes_up_to_cap(const std::vector<std::uint64_t>& all) {
+  const char* cap_text = std::getenv("CUJIT_TEST_MAX_N");
+  const std::uint64_t cap = cap_text != nullptr ? std::strtoull(cap_text, nullptr, 10) : ~std::uint64_t{0};
+  std::vector<std::uint64_t> out;
+  for (const std::uint64_t n : all) {
+    if (n <= cap) out.push_back(n);
+  }
+  return out;
 }
 
 }  // namespace cujit::test

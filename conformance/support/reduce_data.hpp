@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cujit/abi.hpp"
 #include "cujit/reduce.hpp"
@@ -40,5 +41,9 @@ inline abi::DeviceFunction max_i32_device_function() {
   fn.body = "return a < b ? b : a;";
   return fn;
 }
+
+// The sizes of `all` (ascending) at or below CUJIT_TEST_MAX_N, when set: compute-sanitizer
+// makes kernels far slower, so its runs cap what the GPU reduce tests check.
+std::vector<std::uint64_t> sizes_up_to_cap(const std::vector<std::uint64_t>& all);
 
 }  // namespace cujit::test
