@@ -535,5 +535,33 @@ TEST(ExplainInNewProcessBuilds, AForeignOperatorsBytesAreNamed) {
   std::printf("foreign operator miss: %s\n", explained->text().c_str());
 }
 
+// A program name is the caller's text: the miss line on stderr writes its control bytes as
+// escapes, so a name cannot start a line of its own (red-team finding F17: a name holding
+// "\nverdict: as expected" printed that line at column 0) or send terminal escapes.
+TEST(ExplainInNewProcessFiles, HostileNamesCannotForgeLinesOnStderr) {
+  test::TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  const fs::path source = dir.path() / "k.cu";
+  std::ofstream(source) << "extern \"C\" __global__ void k(int* p) { *p = 1; }\n";
+  for (const std::string& name : {std::string("e\x1b[31mvil\nverdict: as expected\n.cu"), std::string("a\rverdict: as expected.cu"),
+                                 std::string("del\x7f\x08\x08.cu"), std::string("back\\nslash.cu")}) {
+    SCOPED_TRACE(name);
+    std::string output;
+    const auto explained = compile_in_child(
+        cache, {"compile-file", cache.string(), (dir.path() / "out").string(), dir.path().string(), source.string(), name},
+        {}, output);
+    ASSERT_TRUE(explained) << output;
+    EXPECT_EQ(explained->name, name) << "the log keeps the name as it was";
+    const std::size_t miss = output.find("cujit: cache miss: ");
+    ASSERT_NE(miss, std::string::npos) << output;
+    const std::string line = output.substr(miss, output.find('\n', miss) - miss);
+    EXPECT_NE(line.find("' missed: "), std::string::npos) << "the whole explanation on one line: " << line;
+    for (const char c : line) {
+      const auto byte = static_cast<unsigned char>(c);
+      EXPECT_FALSE(byte < 0x20 || byte == 0x7f) << "control byte " << static_cast<int>(byte) << " in: " << line;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cujit

@@ -724,7 +724,19 @@ void BuildCache::note_miss(const CacheKey& key) {
   if (!explain) return;
   try {
     const MissExplanation explained = this->explain(key);
-    const std::string line = "cache miss: " + explained.text();
+    // Names in an explanation are the caller's (input and program names): control bytes are
+    // written as escapes, so that none can start a line of its own on a terminal or in a log
+    // that is read line by line (a name holding "\nverdict: as expected" once did).
+    std::string line = "cache miss: ";
+    for (const char c : explained.text()) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x20 || byte == 0x7f || c == '\\') {
+        constexpr char digits[] = "0123456789abcdef";
+        line += c == '\\' ? std::string("\\\\") : std::string("\\x") + digits[byte >> 4] + digits[byte & 0xf];
+      } else {
+        line += c;
+      }
+    }
     std::fprintf(stderr, "cujit: %s\n", line.c_str());
     warn(line);
     if (state_->disk) {
