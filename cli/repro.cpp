@@ -29,6 +29,7 @@
 
 #include "commands.hpp"
 #include "cujit/build_cache.hpp"
+#include "cujit/environment.hpp"
 #include "cujit/error.hpp"
 #include "cujit/nrt.hpp"
 #include "json_output.hpp"
@@ -39,6 +40,7 @@
 #include "runner/scenario_render.hpp"
 #include "runner/scenario_run.hpp"
 #include "spawn.hpp"
+#include "support/planted_slowdown.hpp"
 
 namespace cujit::cli {
 namespace {
@@ -97,6 +99,8 @@ void test_seam_crash() {
 void check_environment() {
   (void)CacheConfig::from_environment();
   (void)nrt::enabled();
+  (void)detail::planted_slowdown();
+  for (const char* library : {"CUJIT_NVRTC_LIBRARY", "CUJIT_NVJITLINK_LIBRARY"}) (void)environment::absolute_path(library);
 }
 
 std::string what_runs(const scenarios::Scenario& scenario) {

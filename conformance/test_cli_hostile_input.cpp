@@ -405,7 +405,10 @@ TEST(HostileCliConventions, ReproWithABadEnvironmentValueIsExit2) {
   const std::pair<const char*, const char*> bad[] = {{"CUJIT_CACHE", "bogus"},
                                                      {"CUJIT_ENABLE_NRT", "maybe"},
                                                      {"CUJIT_CACHE_MAX_BYTES", "lots"},
-                                                     {"CUJIT_LINKER", "gcc"}};
+                                                     {"CUJIT_LINKER", "gcc"},
+                                                     {"CUJIT_PLANTED_SLOWDOWN", "2"},
+                                                     {"CUJIT_NVRTC_LIBRARY", "relative.so"},
+                                                     {"CUJIT_NVJITLINK_LIBRARY", "relative.so"}};
   for (const auto& [variable, value] : bad) {
     for (const bool in_process : {false, true}) {
       Spec spec = with_args({"repro"});
