@@ -395,6 +395,37 @@ TEST(RemoteTrust, ASigningKeyOthersCanReadIsUsedWithAWarning) {
   }
 }
 
+// A key file someone other than root or this user could change is no trust anchor (red-team
+// finding F6: a world-writable verify-key file let another user add a key, and forged values
+// were served and copied to disk): every mode with a group or other write bit, on the verify
+// key and on the signing key, and on the directory holding them, is refused naming it.
+TEST(HostileRemoteSignature, KeyFilesOthersCanWriteAreRefused) {
+  test::TempDir temp;
+  const test::SigningKeyFiles keys = test::make_signing_key(temp.path(), "ed");
+  std::string problem;
+  ASSERT_TRUE(detail::VerifyKeys::load(keys.public_key, problem)) << problem;
+  ASSERT_TRUE(detail::SigningKey::load(keys.private_key, problem)) << problem;
+  for (const fs::perms writable : {fs::perms::group_write, fs::perms::others_write,
+                                   fs::perms::group_write | fs::perms::others_write}) {
+    for (const fs::path& file : {keys.public_key, keys.private_key}) {
+      fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | writable, fs::perm_options::replace);
+      problem.clear();
+      const bool loaded = file == keys.public_key ? detail::VerifyKeys::load(file, problem).has_value()
+                                                  : detail::SigningKey::load(file, problem).has_value();
+      EXPECT_FALSE(loaded) << file;
+      EXPECT_NE(problem.find("'" + file.string() + "'"), std::string::npos) << problem;
+      EXPECT_NE(problem.find("writable by"), std::string::npos) << problem;
+      fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+    }
+    fs::permissions(temp.path(), fs::perms::owner_all | writable, fs::perm_options::replace);
+    problem.clear();
+    EXPECT_FALSE(detail::VerifyKeys::load(keys.public_key, problem)) << "a directory others can write";
+    EXPECT_NE(problem.find("writable by"), std::string::npos) << problem;
+    fs::permissions(temp.path(), fs::perms::owner_all, fs::perm_options::replace);
+  }
+  ASSERT_TRUE(detail::VerifyKeys::load(keys.public_key, problem)) << "the same files, owner-only, load: " << problem;
+}
+
 TEST(RemoteTrust, TheEnvironmentNamesTheKeysAsAbsolutePaths) {
   const test::SigningKeyFiles& keys = test::fleet_signing_key();
   ASSERT_EQ(::setenv("CUJIT_CACHE_REMOTE_VERIFY_KEY", keys.public_key.c_str(), 1), 0);

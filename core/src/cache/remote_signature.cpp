@@ -10,6 +10,7 @@
 
 #include "cujit/error.hpp"
 #include "support/file_io.hpp"
+#include "support/spawner.hpp"
 
 namespace cujit::detail {
 namespace {
@@ -51,6 +52,15 @@ std::string openssl_error() {
 
 // The file's bytes (cujit's bounded reader of regular files), or why not.
 std::optional<std::string> read_key_file(const std::filesystem::path& path, std::string& problem) {
+  // A key is a trust anchor: a verify-key file someone else can change lets them add a key
+  // and have forged values served (and copied to disk). So it is held to the rule for what
+  // cujit runs: owned by root or this user, writable by no one else, in directories of the
+  // same kind.
+  if (const std::optional<ExecutableRefusal> refused = check_trusted_file(path.string())) {
+    problem = "'" + path.string() + "' " + refused->why + " (a key file must be owned by root or this user " +
+              "and writable by no one else, as must the directories above it)";
+    return std::nullopt;
+  }
   try {
     return read_file(path, "remote cache key", key_file_limit);
   } catch (const Error& error) {
