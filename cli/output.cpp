@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <iostream>
 
 #include "runner/printable_text.hpp"
+#include "support/spawner.hpp"
 
 namespace cujit::cli {
 
@@ -47,7 +49,9 @@ std::string printable_lines(std::string_view text) {
 std::string shown(const std::string& text) { return "'" + printable(text) + "'"; }
 
 OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: a link planted at the file's name after --out was checked is refused, not
+  // followed to whatever it names.
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) throw CliError("cannot create " + shown(path_.string()) + ": " + std::strerror(errno));
 }
 
@@ -91,6 +95,11 @@ void make_output_dir(const std::filesystem::path& dir, const std::string& argume
   // could write to it before) would send them elsewhere. A directory that holds one is refused.
   // The walk is bounded: an --out such as $HOME is refused rather than walked for minutes.
   constexpr std::size_t walk_limit = 100000;
+  // An --out that is itself a link is never walked, and would send every file elsewhere.
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(dir, error))) {
+    throw CliError(argument + " " + shown(dir.string()) + ": is a symbolic link: give the directory itself");
+  }
+  error.clear();
   if (std::filesystem::is_directory(std::filesystem::symlink_status(dir, error))) {
     std::size_t walked = 0;
     for (std::filesystem::recursive_directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
@@ -106,6 +115,13 @@ void make_output_dir(const std::filesystem::path& dir, const std::string& argume
     error.clear();
   }
   make_directory(dir, argument);
+  // The walk above holds only while no one else can add a link: the directory and those
+  // above it must be owned by root or this user and writable by no one else (as for what
+  // cujit runs), or another user could plant one while the run writes.
+  if (const std::optional<detail::ExecutableRefusal> refused = detail::check_trusted_directory(dir.string())) {
+    throw CliError(argument + " " + shown(dir.string()) + ": " + shown(refused->path) + " " + printable(refused->why) +
+                   ": give a directory only root or you can write to");
+  }
 }
 
 void make_directory(const std::filesystem::path& dir, const std::string& argument) {

@@ -346,6 +346,27 @@ TEST(HostileCliOut, OutHoldingASymlinkIsRefusedAndNothingIsWrittenThroughIt) {
   EXPECT_NE(run.err.find("symbolic link"), std::string::npos) << run.all();
   EXPECT_NE(run.err.find("format.xml"), std::string::npos) << run.all();
   EXPECT_EQ(test::cli::read_all(victim), "keep");
+  // An --out that is itself a link, or a directory others can write (where a link could be
+  // planted while the run writes), is refused too (red-team finding F9).
+  const fs::path elsewhere = dir.path() / "elsewhere";
+  fs::create_directories(elsewhere);
+  fs::create_symlink(elsewhere, dir.path() / "linked-out");
+  const auto linked = test::cli::conformance_run(build, dir.path() / "linked-out", "", {"format"});
+  EXPECT_EQ(linked.exit_code, 2) << linked.all();
+  EXPECT_NE(linked.err.find("is a symbolic link"), std::string::npos) << linked.all();
+  EXPECT_TRUE(fs::is_empty(elsewhere));
+  for (const fs::perms writable : {fs::perms::group_write, fs::perms::others_write}) {
+    const fs::path shared = dir.path() / "shared";
+    fs::create_directories(shared);
+    fs::permissions(shared, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                fs::perms::others_read | fs::perms::others_exec | writable,
+                    fs::perm_options::replace);
+    const auto refused = test::cli::conformance_run(build, shared, "", {"format"});
+    EXPECT_EQ(refused.exit_code, 2) << refused.all();
+    EXPECT_NE(refused.err.find("writable by"), std::string::npos) << refused.all();
+    EXPECT_TRUE(fs::is_empty(shared));
+    fs::remove_all(shared);
+  }
   // A fresh directory, or one holding only what a run leaves, is fine.
   EXPECT_EQ(test::cli::conformance_run(build, dir.path() / "fresh", "", {"format"}).exit_code, 0);
   EXPECT_EQ(test::cli::conformance_run(build, dir.path() / "fresh", "", {"format"}).exit_code, 0);
