@@ -116,7 +116,9 @@ std::pair<Cell, Cell> cujit_cells(const std::filesystem::path& file, const std::
 std::string markdown_cell(const Cell& cell) {
   std::string text = cell.log.empty() ? cell.verdict : "[" + cell.verdict + "](" + cell.log + ")";
   std::replace(text.begin(), text.end(), '|', '/');
-  return text;
+  // A file name is anyone's text: control bytes escaped, so that none starts a row of its
+  // own or reaches a terminal.
+  return printable(text);
 }
 
 }  // namespace

@@ -201,6 +201,24 @@ TEST(CliReproReplays, EachReplayIsReportedAndNeverChangesCujitsExitStatus) {
 // --all --stacks --out: one table, scenarios x {cujit-nvjitlink, cujit-driver, numba-cuda,
 // cuda.core, cupy}, in markdown and JSON, each cell naming a log that exists; exit 0 when
 // cujit's verdicts hold, 1 when one does not, whatever the stacks say.
+// A scenario file's name is anyone's text: a name holding a newline, table syntax and an
+// escape sequence neither forges a row nor reaches the terminal (red-team finding F12).
+TEST(CliReproTable, AFileNameCannotForgeARowOrSendEscapes) {
+  FakeStacks fake;
+  const std::filesystem::path plain = fake.scenario("plain", "ok", R"({"outcome": "success"})");
+  std::filesystem::copy_file(plain, plain.parent_path() /
+                                        "z | [as expected](x) |\n| forged | [as expected](y) |\x1b[31m.json");
+  const auto out_dir = fake.dir.path() / "out";
+  const auto run = repro_with({"--all", (fake.dir.path() / "set" / "repro").string(), "--out", out_dir.string()},
+                              fake.env(), fake.dir.path());
+  const std::string markdown = test::read_bytes(out_dir / "verdicts.md");
+  for (const std::string& text : {run.out, markdown}) {
+    EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+    EXPECT_EQ(text.find("\n| forged"), std::string::npos) << text;
+  }
+  EXPECT_NE(markdown.find("\\n/ forged"), std::string::npos) << markdown;
+}
+
 TEST(CliReproTable, AllStacksWritesOneTableWhoseCellsLinkTheirLogs) {
   FakeStacks fake;
   fake.scenario("a-fixed-upstream", "ok", R"({"outcome": "success"})");
