@@ -5,6 +5,7 @@
 // after the subcommand.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 
@@ -19,6 +20,9 @@ int run_command_line(int argc, char** argv);
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The CLI owns its process: past RLIMIT_FSIZE a write it makes fails (EFBIG) and is exit
+  // 2 naming where, as for a full disk, instead of SIGXFSZ ending the command.
+  std::signal(SIGXFSZ, SIG_IGN);
   int code = run_command_line(argc, argv);
   if (!cujit::cli::finish_stdout()) code = cujit::cli::exit_usage;
   return code;

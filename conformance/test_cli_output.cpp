@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_test_support.hpp"
+#include "support/child_process.hpp"
 
 namespace cujit {
 namespace {
@@ -56,6 +57,29 @@ TEST_F(HostileCliOutput, StdoutOnDevFullIsExit2ForEverySubcommandThatPrints) {
     SCOPED_TRACE(args.front() + (args.size() > 1 ? " " + args[1] : ""));
     expect_named_write_failure(run_cujit(to_dev_full(args, dir_.path())), "/dev/full");
   }
+}
+
+// Past RLIMIT_FSIZE (ulimit -f 0, set by a shell that then runs the command) a write fails
+// instead of SIGXFSZ ending the process (red-team finding F11): the CLI's standard output
+// and its --out files are exit 2 naming where, and a compile through libcujit, whose
+// library-digest store and cache writes are refused, still succeeds.
+TEST(HostileFileSizeLimit, WritesPastTheLimitFailAndNothingDiesOfSigxfsz) {
+  TempDir dir;
+  const auto limited = [&](const std::string& command, const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"/bin/sh", "-c", "ulimit -f 0; " + command, "sh"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run_child(argv, {"CUJIT_CACHE_DIR=" + (dir.path() / "cache").string(),
+                                  "CUJIT_LIBRARY_DIGESTS=" + (dir.path() / "digests").string()});
+  };
+  const auto info = limited("exec \"$1\" info > \"$2\"", {CUJIT_CLI_BINARY, (dir.path() / "info.txt").string()});
+  EXPECT_EQ(info.exit_code, 2) << info.output;
+  EXPECT_NE(info.output.find("cannot write standard output"), std::string::npos) << info.output;
+  const auto spec = limited("exec \"$1\" resource-spec --out \"$2\"", {CUJIT_CLI_BINARY, (dir.path() / "spec.json").string()});
+  EXPECT_EQ(spec.exit_code, 2) << spec.output;
+  const auto compile = limited("exec \"$1\" compile \"$2\" /dev/null -DV=1",
+                               {CUJIT_CLI_CACHE_CHILD, (dir.path() / "cache").string()});
+  EXPECT_EQ(compile.exit_code, 0) << compile.output;
+  EXPECT_NE(compile.output.find("built"), std::string::npos) << compile.output;
 }
 
 TEST_F(HostileCliOutput, ConformanceSummaryOnDevFullIsExit2) {

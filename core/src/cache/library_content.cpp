@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/blocked_signal.hpp"
 #include "cache/lower_hex.hpp"
 #include "cujit/cache_key.hpp"
 #include "support/unique_fd.hpp"
@@ -198,6 +199,8 @@ void store_digest(const std::string& directory, const Stamp& stamp, const std::s
   if (!fd) return;
   const std::string text = std::string(store_magic) + "\n" + stamp.text() + "\n" + digest + "\n";
   bool ok = ::fchmod(fd.get(), 0600) == 0;
+  // Past RLIMIT_FSIZE the write fails (EFBIG) instead of killing the process (SIGXFSZ).
+  const BlockedSignal file_size_limit(SIGXFSZ);
   std::size_t written = 0;
   while (ok && written < text.size()) {
     const ssize_t put = ::write(fd.get(), text.data() + written, text.size() - written);
