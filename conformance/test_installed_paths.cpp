@@ -114,6 +114,15 @@ class Installed : public ::testing::Test {
   }
   std::string markers() const { return read_text(marker_); }
 
+  // Runs `argv` and expects the refusal of the CLI's trust check: exit 2, naming `refused`,
+  // and nothing planted ran.
+  void expect_refused(const std::vector<std::string>& argv, const fs::path& refused) const {
+    const ProcessRun run_refused = run(argv);
+    EXPECT_EQ(run_refused.exit_code, 2) << run_refused.out;
+    EXPECT_NE(run_refused.out.find("refusing to run '" + refused.string() + "'"), std::string::npos) << run_refused.out;
+    EXPECT_EQ(markers(), "") << "a refused file ran";
+  }
+
   fs::path marker_;
 
  private:
@@ -205,10 +214,7 @@ TEST_F(Installed, ReportScriptsComeFromTheInstallTree) {
   EXPECT_EQ(markers(), "installed-report") << "not the installed report.py: " << report.out;
   fs::remove(marker_);
   ::chmod(script.c_str(), 0666);
-  const ProcessRun refused = run(argv);
-  EXPECT_EQ(refused.exit_code, 2) << refused.out;
-  EXPECT_NE(refused.out.find("refusing to run '" + script.string() + "'"), std::string::npos) << refused.out;
-  EXPECT_EQ(markers(), "");
+  expect_refused(argv, script);
   fs::remove(script);
   fs::rename(saved, script);
 }
@@ -228,20 +234,15 @@ TEST_F(Installed, AReportModuleOrBytecodeDirectoryOthersCanWriteIsRefused) {
   // compare imports the statistics module before it reads its inputs.
   const std::vector<std::string> argv{(prefix() / "bin" / "cujit").string(), "compare", input.string(), input.string()};
   for (const mode_t mode : {0666, 0646, 0664}) {
+    SCOPED_TRACE(testing::Message() << "mode " << std::oct << mode);
     ::chmod(module.c_str(), mode);
-    const ProcessRun refused = run(argv);
-    EXPECT_EQ(refused.exit_code, 2) << refused.out;
-    EXPECT_NE(refused.out.find("refusing to run '" + module.string() + "'"), std::string::npos) << refused.out;
-    EXPECT_EQ(markers(), "") << "mode " << mode;
+    expect_refused(argv, module);
   }
   ::chmod(module.c_str(), 0644);
   const fs::path bytecode = reports / "cujit_reports" / "__pycache__";
   fs::create_directories(bytecode);
   ::chmod(bytecode.c_str(), 0777);
-  const ProcessRun cache_refused = run(argv);
-  EXPECT_EQ(cache_refused.exit_code, 2) << cache_refused.out;
-  EXPECT_NE(cache_refused.out.find("refusing to run '" + bytecode.string() + "'"), std::string::npos) << cache_refused.out;
-  EXPECT_EQ(markers(), "");
+  expect_refused(argv, bytecode);
   ::chmod(bytecode.c_str(), 0755);
   // Owned and not writable by others, the planted module is imported (the test's power).
   (void)run(argv);
