@@ -4,9 +4,16 @@
 // and Redis failing in each way it can (killed, stopped, full, refusing the password,
 // holding garbage). The remote tier never fails a build and never serves what it was not
 // given. Without redis-server installed these tests skip saying so (ci/setup.sh installs it).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <atomic>
 #include <chrono>
@@ -454,6 +461,86 @@ TEST(RemoteCache, AHostNameIsResolvedWithinTheTimeout) {
   for (const char* name : {"x", "y"}) EXPECT_EQ(nowhere.get_or_build(key_of(name), constant(name)), name);
   EXPECT_EQ(nowhere.stats().remote_errors, 1u);
   EXPECT_TRUE(has_warning(nowhere, "cujit-test-host.invalid"));
+}
+
+// A server that answers the connection's first command (INFO) at once, then trickles its
+// reply to the next one a byte every 20 ms: every read gets a byte well within the socket
+// timeout, so only a deadline on the call as a whole ends the lookup (issue 32: such a
+// server held a lookup 9.7 s). It trickles for at most 20 s, so a client without the
+// deadline gets a whole (unsigned) value late instead of hanging the test.
+std::string all_warnings(const BuildCache& cache) {
+  std::string text;
+  for (const std::string& warning : cache.warnings()) text += warning + "\n";
+  return text;
+}
+
+class TricklingServer {
+ public:
+  TricklingServer() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof address;
+    if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&address), size) != 0 || ::listen(listener_, 4) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+      problem_ = std::string("cannot listen on loopback: ") + std::strerror(errno);
+      return;
+    }
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~TricklingServer() {
+    stop_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    ::close(listener_);
+  }
+  TricklingServer(const TricklingServer&) = delete;
+  TricklingServer& operator=(const TricklingServer&) = delete;
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  void serve() {
+    const int client = ::accept(listener_, nullptr, nullptr);
+    if (client < 0) return;
+    char buffer[4096];
+    auto reply = [&](std::string_view text) { return ::send(client, text.data(), text.size(), MSG_NOSIGNAL) >= 0; };
+    if (::recv(client, buffer, sizeof buffer, 0) > 0 && reply("$0\r\n\r\n") && ::recv(client, buffer, sizeof buffer, 0) > 0) {
+      constexpr int bytes = 1000;
+      bool sent = reply("$" + std::to_string(bytes) + "\r\n");
+      for (int i = 0; sent && i < bytes && !stop_; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        sent = reply("x");
+      }
+      if (sent) reply("\r\n");
+    }
+    ::close(client);
+  }
+
+  int listener_ = -1;
+  int port_ = 0;
+  std::string problem_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(RemoteCache, AReplyThatTricklesInEndsAtTheCallsDeadline) {
+  if (!BuildCache::remote_built_in()) GTEST_SKIP() << "this cujit was built without hiredis";
+  TricklingServer server;
+  ASSERT_EQ(server.problem(), "");
+  test::TempDir temp;
+  CacheConfig config = remote_at(temp.path() / "a", server.url());
+  config.remote_timeout = std::chrono::milliseconds(200);
+  BuildCache cache(config);
+  CacheSource source{};
+  EXPECT_EQ(cache.get_or_build(key_of("trickled"), constant("built"), &source), "built");
+  EXPECT_EQ(source, CacheSource::built);
+  EXPECT_EQ(cache.stats().remote_errors, 1u);
+  EXPECT_EQ(cache.stats().remote_unverified, 0u);
+  EXPECT_TRUE(has_warning(cache, "GET")) << all_warnings(cache);
+  EXPECT_TRUE(has_warning(cache, "no whole answer within 200 ms")) << all_warnings(cache);
 }
 
 TEST(RemoteCache, AFullRedisRefusesWritesAndTheBuildsGoOn) {

@@ -56,9 +56,10 @@ struct CacheConfig {
   /// The remote tier: redis://[[user]:password@]host[:port][/db], empty for none. Needs a
   /// cujit built with hiredis (remote_built_in()); without it, a warning and no remote tier.
   std::string remote;
-  /// Connecting, and each socket read or write, waits at most this long; a Redis that fails
-  /// (down, slow, refusing the password) is then left alone for remote_backoff.
-  std::chrono::milliseconds remote_timeout{50};
+  /// Each call to Redis as a whole (resolving, connecting, sending, the whole reply) takes at
+  /// most this long; a Redis that fails (down, slow, refusing the password) is then left
+  /// alone for remote_backoff. 500 ms: at 50 ms a loaded fleet lost single flight.
+  std::chrono::milliseconds remote_timeout{500};
   std::chrono::milliseconds remote_backoff{5000};  ///< how long a failed Redis is left alone
   /// Entries expire after this long in Redis; 0: never (Redis' maxmemory policy evicts).
   std::chrono::seconds remote_ttl{0};

@@ -195,8 +195,35 @@ struct RemoteCache::Connection {
     return RemoteOutcome::unavailable;
   }
 
-  // One command on `context`, already connected; null after an I/O error or timeout.
+  // When the call under way (connecting included) must be over: one timeout for the call as
+  // a whole. A socket timeout alone bounds each read, and a server trickling its reply held
+  // a lookup 9.7 s (issue 32).
+  Clock::time_point deadline{};
+  std::string late;  // why the last send() gave up at the deadline, else empty
+
+  std::chrono::milliseconds time_left() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  }
+
+  // Why the last connect or send failed.
+  std::string why_not() const { return !late.empty() ? late : context ? std::string(context->errstr) : "no connection"; }
+
+  // Sets the socket's timeout to what is left of the call; false once nothing is (a zero
+  // timeout would mean none at all to the socket).
+  bool arm() {
+    const std::chrono::milliseconds left = time_left();
+    if (left.count() < 1) {
+      late = "no whole answer within " + std::to_string(settings.timeout.count()) + " ms";
+      return false;
+    }
+    return hiredis().redisSetTimeout(context.get(), to_timeval(left)) == REDIS_OK;
+  }
+
+  // One command on `context`, already connected, sent and answered whole before `deadline`;
+  // null after an I/O error or at the deadline (why_not()). The reply is read a buffer at a
+  // time, the socket's timeout set to what is left before each read and write.
   Reply send(const std::vector<std::string_view>& args) {
+    late.clear();
     std::vector<const char*> argv;
     std::vector<std::size_t> lengths;
     for (std::string_view arg : args) {
@@ -204,8 +231,24 @@ struct RemoteCache::Connection {
       lengths.push_back(arg.size());
     }
     const BlockedSignal blocked(SIGPIPE);  // a closed connection: EPIPE, not a dead process
-    return Reply(static_cast<redisReply*>(
-        hiredis().redisCommandArgv(context.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
+    const HiredisApi& api = hiredis();
+    if (api.redisAppendCommandArgv(context.get(), static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
+      return nullptr;
+    }
+    // A read or write that timed out because the call's time ran out says so, not EAGAIN.
+    const auto failed = [this] {
+      if (late.empty() && time_left().count() < 1) late = "no whole answer within " + std::to_string(settings.timeout.count()) + " ms";
+      return nullptr;
+    };
+    for (int written = 0; written == 0;) {
+      if (!arm() || api.redisBufferWrite(context.get(), &written) != REDIS_OK) return failed();
+    }
+    for (;;) {
+      void* reply = nullptr;
+      if (api.redisGetReplyFromReader(context.get(), &reply) != REDIS_OK) return nullptr;
+      if (reply != nullptr) return Reply(static_cast<redisReply*>(reply));
+      if (!arm() || api.redisBufferRead(context.get()) != REDIS_OK) return failed();
+    }
   }
 
   RemoteOutcome connect(std::string& problem) {
@@ -223,27 +266,26 @@ struct RemoteCache::Connection {
     const std::string address = address_within(settings.url.host, settings.timeout, why);
     if (address.empty()) return fail(why, problem);
     refused = false;
-    context.reset(api->redisConnectWithTimeout(address.c_str(), settings.url.port, to_timeval(settings.timeout)));
+    const std::chrono::milliseconds left = time_left();
+    if (left.count() < 1) return fail("resolving '" + settings.url.host + "' used the whole timeout", problem);
+    context.reset(api->redisConnectWithTimeout(address.c_str(), settings.url.port, to_timeval(left)));
     if (!context) return fail("cannot allocate a connection", problem);
     if (context->err != 0) {
       refused = context->err == REDIS_ERR_IO && std::string(context->errstr) == std::strerror(ECONNREFUSED);
       return fail("cannot connect: " + std::string(context->errstr), problem);
-    }
-    if (api->redisSetTimeout(context.get(), to_timeval(settings.timeout)) != REDIS_OK) {
-      return fail("cannot set the timeout: " + std::string(context->errstr), problem);
     }
     if (!settings.url.password.empty()) {
       std::vector<std::string_view> auth{"AUTH"};
       if (!settings.url.user.empty()) auth.push_back(settings.url.user);
       auth.push_back(settings.url.password);
       const Reply reply = send(auth);
-      if (!reply) return fail("AUTH failed: " + std::string(context->errstr), problem);
+      if (!reply) return fail("AUTH failed: " + why_not(), problem);
       if (reply->type == REDIS_REPLY_ERROR) return fail("authentication refused: " + reply_text(*reply), problem);
     }
     if (settings.url.db != 0) {
       const std::string db = std::to_string(settings.url.db);
       const Reply reply = send({"SELECT", db});
-      if (!reply) return fail("SELECT failed: " + std::string(context->errstr), problem);
+      if (!reply) return fail("SELECT failed: " + why_not(), problem);
       if (reply->type == REDIS_REPLY_ERROR) return fail("SELECT " + db + " refused: " + reply_text(*reply), problem);
     }
     return refuse_a_cluster(problem);
@@ -269,11 +311,12 @@ struct RemoteCache::Connection {
         problem = last_failure;
         return nullptr;
       }
-      if ((outcome = connect(problem)) != RemoteOutcome::done) return nullptr;
     }
+    deadline = Clock::now() + settings.timeout;  // the call as a whole, connecting included
+    if (!context && (outcome = connect(problem)) != RemoteOutcome::done) return nullptr;
     Reply reply = send(args);
     if (!reply) {
-      outcome = fail(std::string(args.front()) + " failed: " + std::string(context->errstr), problem);
+      outcome = fail(std::string(args.front()) + " failed: " + why_not(), problem);
       return nullptr;
     }
     answered.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
@@ -310,7 +353,7 @@ struct RemoteCache::Connection {
   // MOVED / ASK replies then (command()).
   RemoteOutcome refuse_a_cluster(std::string& problem) {
     Reply reply = send({"INFO", "cluster"});
-    if (!reply) return fail("INFO cluster failed: " + std::string(context->errstr), problem);
+    if (!reply) return fail("INFO cluster failed: " + why_not(), problem);
     if (reply->type == REDIS_REPLY_STRING && reply_text(*reply).find("cluster_enabled:1") != std::string::npos) {
       return refuse_cluster("INFO cluster: cluster_enabled:1", problem);
     }

@@ -37,7 +37,10 @@ Loaded load() {
   loaded.api.fn = reinterpret_cast<decltype(&::fn)>(opened.symbol(hiredis_spec, request, #fn));
   CUJIT_RESOLVE_HIREDIS(redisConnectWithTimeout)
   CUJIT_RESOLVE_HIREDIS(redisSetTimeout)
-  CUJIT_RESOLVE_HIREDIS(redisCommandArgv)
+  CUJIT_RESOLVE_HIREDIS(redisAppendCommandArgv)
+  CUJIT_RESOLVE_HIREDIS(redisBufferWrite)
+  CUJIT_RESOLVE_HIREDIS(redisBufferRead)
+  CUJIT_RESOLVE_HIREDIS(redisGetReplyFromReader)
   CUJIT_RESOLVE_HIREDIS(redisFree)
   CUJIT_RESOLVE_HIREDIS(freeReplyObject)
 #undef CUJIT_RESOLVE_HIREDIS

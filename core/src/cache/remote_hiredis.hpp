@@ -13,7 +13,10 @@ namespace cujit::detail {
 struct HiredisApi {
   decltype(&::redisConnectWithTimeout) redisConnectWithTimeout = nullptr;
   decltype(&::redisSetTimeout) redisSetTimeout = nullptr;
-  decltype(&::redisCommandArgv) redisCommandArgv = nullptr;
+  decltype(&::redisAppendCommandArgv) redisAppendCommandArgv = nullptr;
+  decltype(&::redisBufferWrite) redisBufferWrite = nullptr;
+  decltype(&::redisBufferRead) redisBufferRead = nullptr;
+  decltype(&::redisGetReplyFromReader) redisGetReplyFromReader = nullptr;
   decltype(&::redisFree) redisFree = nullptr;
   decltype(&::freeReplyObject) freeReplyObject = nullptr;
 };
