@@ -1,6 +1,6 @@
 """Replay of numba-abi-name-is-numbas (cujit's issue 18) through numba-cuda: the installed
-numba-cuda compiles __main__.add(int32, int32) for the Numba ABI (cuda.compile, abi="numba",
-PTX, cc 9.0: no device needed), and the replay compares the symbol it defines with the one
+numba-cuda compiles __main__.add(int32, int32) for the Numba ABI (compile_ptx, device=True, as
+the fixture was made: no device needed), and the replay compares the symbol it defines with the one
 in scenarios/fixtures/numba/add_i32_numba_abi.ptx, the name cujit::abi gives that function.
 
 The bug was cujit's: its name lacked numba-cuda's flags tag. "other-name": the installed
@@ -53,8 +53,9 @@ def add(x, y):  # __main__.add: this file runs as __main__, as the fixture's fun
 try:
     from numba import types
 
-    ptx, _ = cuda.compile(add, types.int32(types.int32, types.int32), device=True, abi="numba",
-                          output="ptx", cc=(9, 0))
+    # The fixture's own call (scenarios/fixtures/numba: compile_ptx(add, int32(int32, int32),
+    # device=True)): the flags tag in the name encodes the compile's options, so it must match.
+    ptx, _ = cuda.compile_ptx(add, types.int32(types.int32, types.int32), device=True)
     if isinstance(ptx, bytes):
         ptx = ptx.decode()
 except Exception as error:
