@@ -415,6 +415,47 @@ TEST_F(Replays, TheBundleShowsEachReplayAndKeepsCujitsVerdict) {
   EXPECT_EQ(doc["verdict"], "as expected");
 }
 
+// Every committed replay ends with its outcome line whatever the stack does (issue 29: never
+// a traceback without CUJIT_REPLAY): each runs against fakes of all three stacks that import
+// but find no device, and whose every compile, link, load or allocation raises. A replay
+// must turn that into an outcome (needs-device, setup-error, ...), never end without one.
+TEST_F(Replays, EveryCommittedReplayPrintsAnOutcomeWhenTheStackHasNoDeviceAndEveryCallFails) {
+  const std::string raise = "raise RuntimeError('fake stack: no device, nothing works')\n";
+  // A module whose unknown attributes raise (dunder lookups, as the version probe makes, say
+  // "absent" as Python expects).
+  const std::string failing_module = "def __getattr__(name):\n    if name.startswith('__'):\n"
+                                     "        raise AttributeError(name)\n    " + raise;
+  put(dir, "site/numpy/__init__.py", "int32 = int64 = float16 = float32 = object\nrow_stack = vstack = None\n" + failing_module);
+  put(dir, "site/numba/__init__.py", "types = None\n");
+  put(dir, "site/numba/cuda/__init__.py", "def is_available():\n    return False\n" + failing_module);
+  put(dir, "site/numba/cuda/cudadrv/__init__.py", "");
+  put(dir, "site/numba/cuda/cudadrv/driver.py", failing_module);
+  const std::string failing_class = "class Failing:\n    def __init__(self, *args, **kwargs):\n        " + raise +
+                                    "    @staticmethod\n    def from_ptx(*args, **kwargs):\n        " + raise +
+                                    "    @staticmethod\n    def from_ltoir(*args, **kwargs):\n        " + raise;
+  put(dir, "site/cuda/core/__init__.py", failing_class + "Device = Linker = ObjectCode = Program = Failing\n"
+      "class LinkerOptions:\n    def __init__(self, **kwargs):\n        pass\nProgramOptions = LinkerOptions\n");
+  put(dir, "site/cupy/cuda/__init__.py", "from . import runtime\n");
+  put(dir, "site/cupy/cuda/runtime.py", "def getDeviceCount():\n    return 0\n");
+  put(dir, "site/cupy/__init__.py", "__version__ = '0.0-fake'\nfrom . import cuda\n" + failing_module);
+  scenarios::ReplayOptions options = scenarios::replay_options_from_environment();
+  options.replay_timeout = std::chrono::milliseconds(120'000);
+  int programs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::scenario_path("repro"))) {
+    if (entry.path().extension() != ".json") continue;
+    const scenarios::Scenario scenario = scenarios::load_scenario(entry.path());
+    for (const scenarios::ReplayReport& report : scenarios::run_replays(scenario, options)) {
+      if (report.verdict == scenarios::ReplayVerdict::does_not_apply) continue;
+      ++programs;
+      SCOPED_TRACE(report.program);
+      EXPECT_NE(report.verdict, scenarios::ReplayVerdict::not_installed) << report.detail;
+      EXPECT_FALSE(report.outcome.empty()) << "no CUJIT_REPLAY line: " << report.detail << "\n" << report.log;
+      EXPECT_NE(report.outcome, report.fixed_outcome) << "a stack that does nothing cannot have fixed the case";
+    }
+  }
+  EXPECT_GE(programs, 33);
+}
+
 // A stack that cannot express the case (issue 29): the file says so with the reason, the cell
 // is "does not apply" with it, and nothing is probed or run for that stack, even where no
 // interpreter could start; a replayed stack beside it still runs.
