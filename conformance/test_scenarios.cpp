@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <set>
 
 #include "runner/scenario_file.hpp"
 #include "runner/scenario_replay.hpp"
@@ -177,6 +178,33 @@ TEST(ScenarioDocs, TheFormatPageShowsACommittedFileVerbatimAndEveryFileAsItRuns)
                             backends[static_cast<int>(scenario.backend)] + " | ";
     EXPECT_NE(page.find(row), std::string::npos) << "no row " << row;
   }
+}
+
+// Issue 29: every committed scenario says, per upstream stack, either which program replays
+// the report in that stack's API or why the stack cannot express the case; and a program
+// can print both outcome words the file gives it (a word it never prints would make its
+// cell "other outcome" forever), through the marker line, its last line.
+TEST(CommittedScenarios, EveryStackHasAReplayOrAReasonAndEveryProgramCanPrintItsOutcomes) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::scenario_path("repro"))) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().filename().string());
+    const scenarios::Scenario scenario = scenarios::load_scenario(entry.path());
+    EXPECT_TRUE(scenario.reported_at.empty() != scenario.found_here.empty()) << "reported_at or found_here";
+    std::set<std::string> stacks;
+    for (const scenarios::Replay& replay : scenario.replays) {
+      stacks.insert(replay.stack);
+      if (!replay.does_not_apply.empty()) continue;
+      const std::string program = test::read_bytes(replay.program);
+      EXPECT_NE(program.find("print(\"CUJIT_REPLAY \""), std::string::npos) << replay.program;
+      for (const std::string& outcome : {replay.reported_outcome, replay.fixed_outcome}) {
+        EXPECT_NE(program.find('"' + outcome + '"'), std::string::npos) << replay.program << " never prints " << outcome;
+      }
+    }
+    EXPECT_EQ(stacks.size(), std::size(scenarios::replay_stacks)) << "a stack with neither a replay nor a reason";
+  }
+  EXPECT_GE(files, 23) << "the 17 scenarios of issue 29 and the six new ones";
 }
 
 class GpuScenarioBuilders : public ScenarioFormat {};
@@ -385,6 +413,103 @@ TEST_F(Replays, TheBundleShowsEachReplayAndKeepsCujitsVerdict) {
   EXPECT_EQ(doc["replays"][0]["verdict"], "reproduced");
   EXPECT_EQ(doc["replays"][0]["stack"], "cupy");
   EXPECT_EQ(doc["verdict"], "as expected");
+}
+
+// Every committed replay ends with its outcome line whatever the stack does (issue 29: never
+// a traceback without CUJIT_REPLAY): each runs against fakes of all three stacks that import
+// but find no device, and whose every compile, link, load or allocation raises. A replay
+// must turn that into an outcome (needs-device, setup-error, ...), never end without one.
+TEST_F(Replays, EveryCommittedReplayPrintsAnOutcomeWhenTheStackHasNoDeviceAndEveryCallFails) {
+  const std::string raise = "raise RuntimeError('fake stack: no device, nothing works')\n";
+  // A module whose unknown attributes raise (dunder lookups, as the version probe makes, say
+  // "absent" as Python expects).
+  const std::string failing_module = "def __getattr__(name):\n    if name.startswith('__'):\n"
+                                     "        raise AttributeError(name)\n    " + raise;
+  put(dir, "site/numpy/__init__.py", "int32 = int64 = float16 = float32 = object\nrow_stack = vstack = None\n" + failing_module);
+  put(dir, "site/numba/__init__.py", "types = None\n");
+  put(dir, "site/numba/cuda/__init__.py", "def is_available():\n    return False\n" + failing_module);
+  put(dir, "site/numba/cuda/cudadrv/__init__.py", "");
+  put(dir, "site/numba/cuda/cudadrv/driver.py", failing_module);
+  const std::string failing_class = "class Failing:\n    def __init__(self, *args, **kwargs):\n        " + raise +
+                                    "    @staticmethod\n    def from_ptx(*args, **kwargs):\n        " + raise +
+                                    "    @staticmethod\n    def from_ltoir(*args, **kwargs):\n        " + raise;
+  put(dir, "site/cuda/core/__init__.py", failing_class + "Device = Linker = ObjectCode = Program = Failing\n"
+      "class LinkerOptions:\n    def __init__(self, **kwargs):\n        pass\nProgramOptions = LinkerOptions\n");
+  put(dir, "site/cupy/cuda/__init__.py", "from . import runtime\n");
+  put(dir, "site/cupy/cuda/runtime.py", "def getDeviceCount():\n    return 0\n");
+  put(dir, "site/cupy/__init__.py", "__version__ = '0.0-fake'\nfrom . import cuda\n" + failing_module);
+  scenarios::ReplayOptions options = scenarios::replay_options_from_environment();
+  options.replay_timeout = std::chrono::milliseconds(120'000);
+  int programs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::scenario_path("repro"))) {
+    if (entry.path().extension() != ".json") continue;
+    const scenarios::Scenario scenario = scenarios::load_scenario(entry.path());
+    for (const scenarios::ReplayReport& report : scenarios::run_replays(scenario, options)) {
+      if (report.verdict == scenarios::ReplayVerdict::does_not_apply) continue;
+      ++programs;
+      SCOPED_TRACE(report.program);
+      EXPECT_NE(report.verdict, scenarios::ReplayVerdict::not_installed) << report.detail;
+      EXPECT_FALSE(report.outcome.empty()) << "no CUJIT_REPLAY line: " << report.detail << "\n" << report.log;
+      EXPECT_NE(report.outcome, report.fixed_outcome) << "a stack that does nothing cannot have fixed the case";
+    }
+  }
+  EXPECT_GE(programs, 33);
+}
+
+// A stack that cannot express the case (issue 29): the file says so with the reason, the cell
+// is "does not apply" with it, and nothing is probed or run for that stack, even where no
+// interpreter could start; a replayed stack beside it still runs.
+TEST_F(Replays, AStackThatCannotExpressTheCaseDoesNotApplyWithItsReasonAndNothingRuns) {
+  const std::string marker = (dir.path() / "ran").string();
+  put(dir, "set/replays/s/r0.py", "open(" + nlohmann::json(marker).dump() + ", 'w').write('x')\n" + prints("ok"));
+  const auto file = put(dir, "set/repro/s.json", R"({"schema": 1, "name": "s", "found_here": "a test",
+      "inputs": [{"inline": ".version 9.0\n", "format": "ptx"}], "expect": {"outcome": "success"},
+      "replays": [{"stack": "numba-cuda", "does_not_apply": "no such API, \u001b[31m here"},
+                  {"stack": "cupy", "program": "../replays/s/r0.py", "reported_outcome": "link-error", "fixed_outcome": "ok"}]})");
+  const scenarios::Scenario loaded = scenarios::load_scenario(file);
+  ASSERT_EQ(loaded.replays.size(), 2u);
+  scenarios::ReplayOptions missing;
+  missing.python = (dir.path() / "no-such-python").string();
+  const auto without_python = scenarios::run_replays(loaded, missing);
+  ASSERT_EQ(without_python.size(), 2u);
+  EXPECT_EQ(without_python[0].verdict, scenarios::ReplayVerdict::does_not_apply) << without_python[0].detail;
+  EXPECT_EQ(without_python[0].detail, "no such API, \x1b[31m here");
+  EXPECT_TRUE(without_python[0].outcome.empty());
+  EXPECT_EQ(without_python[1].verdict, scenarios::ReplayVerdict::not_installed) << "the other stack was probed";
+  const auto reports = scenarios::run_replays(loaded, scenarios::replay_options_from_environment());
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].verdict, scenarios::ReplayVerdict::does_not_apply);
+  EXPECT_EQ(reports[1].verdict, scenarios::ReplayVerdict::fixed) << reports[1].detail;
+  EXPECT_TRUE(std::filesystem::exists(marker));
+  scenarios::ScenarioReport report;
+  report.name = "s";
+  report.verdict = scenarios::Verdict::as_expected;
+  report.replays = reports;
+  const std::string text = scenarios::render_text(report);
+  EXPECT_NE(text.find("numba-cuda: does not apply\n    no such API, "), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << "the reason is printed escaped";
+  EXPECT_EQ(nlohmann::json::parse(scenarios::render_json(report))["replays"][0]["verdict"], "does not apply");
+}
+
+// An entry is either a replay or a reason, never both, and a reason is never empty.
+TEST_F(Replays, ADoesNotApplyEntryTakesOnlyTheStackAndANonEmptyReason) {
+  put(dir, "set/replays/s/r0.py", prints("ok"));
+  const std::string program = R"("program": "../replays/s/r0.py", "reported_outcome": "a", "fixed_outcome": "b")";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"({"stack": "cupy", "does_not_apply": "why", )" + program + "}", "unknown field"},
+      {R"({"stack": "cupy", "does_not_apply": ""})", "does_not_apply"},
+      {R"({"stack": "cupy", "does_not_apply": 5})", "does_not_apply"},
+      {R"({"does_not_apply": "why"})", "stack"},
+      {R"({"stack": "cupy", "does_not_apply": "why"}, {"stack": "cupy", )" + program + "}", "a second time"},
+  };
+  for (const auto& [entries, wanted] : refused) {
+    SCOPED_TRACE(entries);
+    const auto file = put(dir, "set/repro/s.json", R"({"schema": 1, "name": "s", "found_here": "a test",
+        "inputs": [{"inline": ".version 9.0\n", "format": "ptx"}], "expect": {"outcome": "success"},
+        "replays": [)" + entries + "]}");
+    CUJIT_EXPECT_ERROR((void)scenarios::load_scenario(file), ErrorKind::usage, error,
+                       EXPECT_NE(std::string(error.what()).find(wanted), std::string::npos) << error.what(););
+  }
 }
 
 // parse_replay_output over generated output: only a line that starts with the marker and

@@ -568,12 +568,23 @@ std::string outcome_word(const Field& field) {
 std::vector<Replay> read_replays(const Field& field, const fs::path& scenario_dir, const Scenario& scenario) {
   std::vector<Replay> replays;
   for (const Field& entry : field.array()) {
-    entry.object({"stack", "program", "reported_outcome", "fixed_outcome"});
+    // {"stack", "does_not_apply": WHY} says the stack cannot express the case; else a program.
+    const bool inapplicable = entry.has("does_not_apply");
+    if (inapplicable) {
+      entry.object({"stack", "does_not_apply"});
+    } else {
+      entry.object({"stack", "program", "reported_outcome", "fixed_outcome"});
+    }
     Replay replay;
     replay.field = entry.where();
     replay.stack = entry.at("stack").one_of({"numba-cuda", "cuda.core", "cupy"});
     for (const Replay& other : replays) {
       if (other.stack == replay.stack) entry.at("stack").fail("names " + quote(replay.stack) + " a second time");
+    }
+    if (inapplicable) {
+      replay.does_not_apply = entry.at("does_not_apply").non_empty_string();
+      replays.push_back(std::move(replay));
+      continue;
     }
     replay.program = input_path(entry.at("program"), scenario_dir, scenario);
     if (replay.program.extension() != ".py") entry.at("program").fail("must name a Python file (.py)");

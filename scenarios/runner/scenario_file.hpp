@@ -184,6 +184,8 @@ struct Replay {
   std::filesystem::path program;  // resolved and confined as a "path" input
   std::string reported_outcome;   // the outcome the report described: "reproduced"
   std::string fixed_outcome;      // the outcome once the stack handles the case: "fixed"
+  // Non-empty: the stack cannot express the case, and this says why; no program, no outcomes.
+  std::string does_not_apply;
 };
 
 struct Scenario {

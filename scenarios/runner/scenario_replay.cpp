@@ -133,6 +133,7 @@ std::string_view to_string(ReplayVerdict verdict) noexcept {
     case ReplayVerdict::other_outcome: return "other outcome";
     case ReplayVerdict::not_installed: return "not installed";
     case ReplayVerdict::needs_device: return "needs a device";
+    case ReplayVerdict::does_not_apply: return "does not apply";
   }
   return "?";
 }
@@ -176,6 +177,14 @@ std::vector<ReplayReport> run_replays(const Scenario& scenario, const ReplayOpti
     report.program = replay.program.string();
     report.reported_outcome = replay.reported_outcome;
     report.fixed_outcome = replay.fixed_outcome;
+    // A stack that cannot express the case has no program: the file's reason is the cell, and
+    // no probe runs for it.
+    if (!replay.does_not_apply.empty()) {
+      report.verdict = ReplayVerdict::does_not_apply;
+      report.detail = replay.does_not_apply;
+      reports.push_back(std::move(report));
+      continue;
+    }
     const Probe found = probe(options, replay.stack);
     report.log = found.log;
     if (!found.installed) {

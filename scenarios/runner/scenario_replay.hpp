@@ -29,6 +29,7 @@ enum class ReplayVerdict {
   other_outcome,  // anything else: another outcome, no outcome line, a crash, a time-out
   not_installed,  // python3 cannot import the stack (or python3 cannot run)
   needs_device,   // the replay found no CUDA device
+  does_not_apply,  // the file says the stack cannot express the case, and why; nothing runs
 };
 std::string_view to_string(ReplayVerdict verdict) noexcept;
 
