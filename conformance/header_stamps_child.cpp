@@ -4,7 +4,7 @@
 //
 // runs in CWD, resolves the file SOURCE as the program NAME with these NVRTC options, and
 // prints "key=<digest of everything the cache key takes from the resolution>",
-// "files_read=N" (headers read), "from_stamps=N" (resolutions answered by header stamps),
+// "files_read=N" (headers the resolution read, before any program()), "from_stamps=N" (resolutions answered by header stamps),
 // "stored=N" (records stored); with --program also "program=<digest of what NVRTC would be
 // given>", or "program_error=<kind>" when that fails.
 #include <unistd.h>
@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   options.arch = cujit::Arch::parse("sm_90");
   for (int i = next; i < argc; ++i) options.options.emplace_back(argv[i]);
   const auto inputs = cujit::detail::HermeticInputs::resolve(cujit::Program(source.str(), argv[3]), options);
+  // Counted before program(), which reads the files after a resolution from stamps.
+  const std::size_t files_read = cujit::detail::HermeticInputs::files_read();
   std::string key;
   add(key, inputs.refusal());
   add(key, inputs.uncacheable());
@@ -63,7 +65,7 @@ int main(int argc, char** argv) {
       std::printf("program_error=%s\n", std::string(cujit::to_string(error.kind())).c_str());
     }
   }
-  std::printf("files_read=%zu\nfrom_stamps=%zu\nstored=%zu\n", cujit::detail::HermeticInputs::files_read(),
+  std::printf("files_read=%zu\nfrom_stamps=%zu\nstored=%zu\n", files_read,
               cujit::detail::HermeticInputs::resolutions_from_stamps(), cujit::detail::resolutions_stored());
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "compile/header_stamps.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <charconv>
@@ -87,6 +88,11 @@ bool header_stamps_on() { return StampStore::open(stamps_store).has_value(); }
 
 std::string resolution_inputs_key(const Program& program, const CompileOptions& options) {
   std::string text(record_magic);
+  // The working directory: not for soundness (every probe is stat'ed again, relative paths
+  // from where the process is), but so that the same compile run from two directories
+  // keeps a record for each instead of replacing the other's.
+  char cwd[4096];
+  put_string(text, ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "");
   put_string(text, program.name());
   put_string(text, program.source());
   const std::vector<std::string> given = nvrtc_options(options);

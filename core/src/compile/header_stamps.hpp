@@ -52,7 +52,8 @@ struct ResolutionRecord {
 // Whether header stamps are on (CUJIT_HEADER_STAMPS is not "off" and the store is trusted).
 bool header_stamps_on();
 
-// The digest of everything a resolution reads besides the disk.
+// The digest of everything a resolution reads besides the disk (and the working directory,
+// so that two directories' records do not replace each other).
 std::string resolution_inputs_key(const Program& program, const CompileOptions& options);
 
 // The record for these inputs (this process's, else the store's), probes not yet checked.
