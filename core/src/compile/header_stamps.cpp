@@ -20,7 +20,9 @@ namespace {
 constexpr std::string_view record_magic = "cujit-header-stamps 1";
 
 constexpr StampStoreKind stamps_store{"CUJIT_HEADER_STAMPS", "header-stamps", 4096, std::size_t{32} << 20};
-constexpr std::size_t max_records_in_memory = 1024;
+// This process's records, bounded by their size (a CUB compile's is ~400 KB): past the
+// bound the map starts again (each record is still in the store).
+constexpr std::size_t max_memory_bytes = std::size_t{64} << 20;
 
 std::atomic<std::size_t> recalled{0};
 std::atomic<std::size_t> stored{0};
@@ -29,6 +31,30 @@ std::int64_t nanoseconds(const timespec& t) { return std::int64_t{t.tv_sec} * 10
 
 std::mutex memory_mutex;
 std::map<std::string, std::shared_ptr<const ResolutionRecord>, std::less<>> in_memory;
+std::size_t memory_bytes = 0;
+
+std::size_t size_of(const ResolutionRecord& record) {
+  std::size_t bytes = sizeof record + record.uncacheable.size();
+  for (const HeaderProbe& probe : record.probes) bytes += sizeof probe + probe.path.size();
+  for (const std::string& option : record.nvrtc_options) bytes += sizeof option + option.size();
+  for (const std::string& field : record.key_fields) bytes += sizeof field + field.size();
+  return bytes;
+}
+
+// Called with memory_mutex held.
+void keep_in_memory(const std::string& inputs_key, std::shared_ptr<const ResolutionRecord> record) {
+  const std::size_t bytes = size_of(*record);
+  if (bytes > max_memory_bytes) return;
+  if (memory_bytes + bytes > max_memory_bytes) {
+    in_memory.clear();
+    memory_bytes = 0;
+  }
+  if (auto [it, inserted] = in_memory.try_emplace(inputs_key, record); !inserted) {
+    memory_bytes -= size_of(*it->second);
+    it->second = std::move(record);
+  }
+  memory_bytes += bytes;
+}
 
 void put_string(std::string& out, std::string_view text) {
   out += std::to_string(text.size());
@@ -175,8 +201,7 @@ std::shared_ptr<const ResolutionRecord> recall_resolution(const std::string& inp
   if (!record) return nullptr;
   auto shared = std::make_shared<const ResolutionRecord>(std::move(*record));
   const std::lock_guard<std::mutex> lock(memory_mutex);
-  if (in_memory.size() >= max_records_in_memory) in_memory.clear();
-  in_memory[inputs_key] = shared;
+  keep_in_memory(inputs_key, shared);
   return shared;
 }
 
@@ -206,14 +231,16 @@ void remember_resolution(const std::string& inputs_key, ResolutionRecord record)
   stored.fetch_add(1, std::memory_order_relaxed);
   auto shared = std::make_shared<const ResolutionRecord>(std::move(record));
   const std::lock_guard<std::mutex> lock(memory_mutex);
-  if (in_memory.size() >= max_records_in_memory) in_memory.clear();
-  in_memory[inputs_key] = std::move(shared);
+  keep_in_memory(inputs_key, std::move(shared));
 }
 
 void forget_resolution(const std::string& inputs_key) {
   {
     const std::lock_guard<std::mutex> lock(memory_mutex);
-    in_memory.erase(inputs_key);
+    if (const auto found = in_memory.find(inputs_key); found != in_memory.end()) {
+      memory_bytes -= size_of(*found->second);
+      in_memory.erase(found);
+    }
   }
   if (const std::optional<StampStore> store = StampStore::open(stamps_store)) store->remove(entry_name(inputs_key));
 }
