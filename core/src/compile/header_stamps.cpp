@@ -17,7 +17,7 @@ namespace {
 
 // Bump when the include scan or the resolution changes what it gives for the same files:
 // a record made by another cujit must not answer for this one.
-constexpr std::string_view record_magic = "cujit-header-stamps 1";
+constexpr std::string_view record_magic = "cujit-header-stamps 2";
 
 constexpr StampStoreKind stamps_store{"CUJIT_HEADER_STAMPS", "header-stamps", 4096, std::size_t{32} << 20};
 // This process's records, bounded by their size (a CUB compile's is ~400 KB): past the

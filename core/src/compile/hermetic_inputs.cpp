@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "cujit/cache_key.hpp"
@@ -689,12 +690,24 @@ HermeticInputs HermeticInputs::resolve_reading(const Program& program, const Com
   out.files_ = {main};
   out.files_.insert(out.files_.end(), resolver.user_files_.begin(), resolver.user_files_.end());
   out.files_.insert(out.files_.end(), resolver.disk_files_.begin(), resolver.disk_files_.end());
+  // An include target that is one of the compile's files is written as "#<its index>;" (the
+  // first file of that name), anything else as "<length>:<name>": the names are in the key
+  // already, so the two say the same, and a CUB compile's ~6,000 targets stay small (its
+  // key and its header stamps record are mostly targets).
+  std::unordered_map<std::string_view, std::size_t> index_of;
+  for (std::size_t i = 0; i < out.files_.size(); ++i) index_of.try_emplace(out.files_[i]->name, i);
   for (const auto& file : out.files_) {
     out.key_fields_.push_back(file->name);
     // The program and the caller's headers are keyed by their text; files by digest.
     out.key_fields_.push_back(file->data->digest.empty() ? file->data->content : file->data->digest);
     std::string targets;
-    for (const std::string& name : file->replacements) targets += std::to_string(name.size()) + ":" + name;
+    for (const std::string& name : file->replacements) {
+      if (const auto found = index_of.find(name); found != index_of.end()) {
+        targets += "#" + std::to_string(found->second) + ";";
+      } else {
+        targets += std::to_string(name.size()) + ":" + name;
+      }
+    }
     out.key_fields_.push_back(std::move(targets));
   }
   for (const auto& [name, file] : out.aliases_) {
