@@ -33,12 +33,15 @@
 #include <vector>
 
 #include "cache/miss_explainer.hpp"
+#include "compile/header_stamps.hpp"
+#include "compile/hermetic_inputs.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
 #include "cujit/kernel_builder.hpp"
 #include "support/cache_helpers.hpp"
 #include "support/child_process.hpp"
 #include "support/fixtures.hpp"
+#include "support/scoped_variable.hpp"
 
 namespace cujit {
 namespace {
@@ -361,6 +364,12 @@ TEST(StaleCodeFuzz, TheCacheServesWhatAFreshBuildProduces) {
   RecordProperty("seed", std::to_string(seed));
 
   test::TempDir dir;
+  // Header stamps of the run's own (the new processes inherit it): every resolution whose
+  // probes still hold is answered from a record, in this process and in the new ones, so
+  // each change is also a change under remembered stamps (compile/header_stamps.hpp).
+  const test::ScopedVariable stamps("CUJIT_HEADER_STAMPS", (dir.path() / "stamps").string());
+  const std::size_t stamps_recalled = detail::HermeticInputs::resolutions_from_stamps();
+  const std::size_t stamps_stored = detail::resolutions_stored();
   World world(dir.path(), seed);
   const fs::path cache_dir = dir.path() / "cache";
   // The held cache explains each miss as it happens (CUJIT_CACHE_EXPLAIN's path: a line of
@@ -467,6 +476,9 @@ TEST(StaleCodeFuzz, TheCacheServesWhatAFreshBuildProduces) {
               "%d steps where the fresh build failed, %d misses explained, %.1f s\n",
               seed, step, children, builders, hits, failures, explained,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  std::printf("stale-code fuzz: header stamps: %zu resolutions recalled, %zu records stored in this process\n",
+              detail::HermeticInputs::resolutions_from_stamps() - stamps_recalled,
+              detail::resolutions_stored() - stamps_stored);
   if (!first_failure.empty()) std::printf("stale-code fuzz: the first failing fresh build, %s\n", first_failure.c_str());
   RecordProperty("steps", step);
   EXPECT_GE(step, std::min(steps, minimum_steps));

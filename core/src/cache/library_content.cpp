@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cache/blocked_signal.hpp"
 #include "cache/lower_hex.hpp"
+#include "cache/stamp_store.hpp"
 #include "cujit/cache_key.hpp"
 #include "support/unique_fd.hpp"
 
@@ -31,8 +31,6 @@ std::atomic<std::size_t> files_hashed{0};
 std::atomic<std::size_t> digests_from_store{0};
 
 constexpr std::string_view store_magic = "cujit-library-digest 1";
-// A file changed this recently is not remembered under its stamp.
-constexpr long long too_new_ns = 2'000'000'000LL;
 
 // One file as an identity describes it.
 struct Stamp {
@@ -109,108 +107,22 @@ std::optional<std::string> hash_file(const Stamp& stamp, struct stat& info) {
   return lower_hex(digest, sizeof digest);
 }
 
-// ---- the store ------------------------------------------------------------------------------
+// ---- the store (stamp_store.hpp) -------------------------------------------------------------
 
-std::optional<std::string> store_directory() {
-  if (const char* chosen = std::getenv("CUJIT_LIBRARY_DIGESTS"); chosen != nullptr && *chosen != '\0') {
-    if (std::string_view(chosen) == "off") return std::nullopt;
-    return std::string(chosen);
-  }
-  // Beside the build cache named by the environment (tests give theirs), else where the
-  // build cache's default is.
-  if (const char* cache = std::getenv("CUJIT_CACHE_DIR"); cache != nullptr && *cache == '/') {
-    return std::string(cache) + "/library-digests";
-  }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
-    return std::string(xdg) + "/cujit/library-digests";
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') {
-    return std::string(home) + "/.cache/cujit/library-digests";
-  }
-  return std::nullopt;
-}
-
-bool trusted(const struct stat& info) {
-  return info.st_uid == ::geteuid() && (info.st_mode & (S_IWGRP | S_IWOTH)) == 0;
-}
-
-// The store directory when it is a real directory of this user's that no one else can
-// write, created (with its parents, mode 0700) when missing; nullopt otherwise.
-std::optional<std::string> checked_store(const std::optional<std::string>& directory);
-
-// Checked once per directory and process (the caller holds content_digest's lock): the
-// first key of a new process reads several library digests.
-std::optional<std::string> trusted_store() {
-  static std::map<std::string, bool, std::less<>> verdicts;
-  const std::optional<std::string> directory = store_directory();
-  if (!directory) return std::nullopt;
-  if (const auto found = verdicts.find(*directory); found != verdicts.end()) {
-    return found->second ? directory : std::nullopt;
-  }
-  const bool ok = checked_store(directory).has_value();
-  verdicts.emplace(*directory, ok);
-  return ok ? directory : std::nullopt;
-}
-
-std::optional<std::string> checked_store(const std::optional<std::string>& directory) {
-  if (!directory || directory->front() != '/') return std::nullopt;
-  struct stat info {};
-  if (::lstat(directory->c_str(), &info) != 0) {
-    // mkdir -p, each level 0700: an existing parent is left as it is.
-    for (std::size_t slash = directory->find('/', 1);; slash = directory->find('/', slash + 1)) {
-      const std::string level = directory->substr(0, slash);
-      if (::mkdir(level.c_str(), 0700) != 0 && errno != EEXIST) return std::nullopt;
-      if (slash == std::string::npos) break;
-    }
-    if (::lstat(directory->c_str(), &info) != 0) return std::nullopt;
-  }
-  if (!S_ISDIR(info.st_mode) || !trusted(info)) return std::nullopt;
-  return directory;
-}
+constexpr StampStoreKind digest_store{"CUJIT_LIBRARY_DIGESTS", "library-digests", 4096, 512};
 
 std::string entry_name(const Stamp& stamp) { return sha256_hex(stamp.text()).substr(0, 32); }
 
-std::optional<std::string> stored_digest(const std::string& directory, const Stamp& stamp) {
-  const UniqueFd fd(::open((directory + "/" + entry_name(stamp)).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-  struct stat info {};
-  if (!fd || ::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode) || !trusted(info) || info.st_size > 512) {
-    return std::nullopt;
-  }
-  char buffer[513];
-  const ssize_t got = ::read(fd.get(), buffer, sizeof buffer - 1);
-  if (got <= 0) return std::nullopt;
-  const std::string_view text(buffer, static_cast<std::size_t>(got));
-  // "<magic>\n<stamp text>\n<64 hex>\n"
-  const std::string expected_head = std::string(store_magic) + "\n" + stamp.text() + "\n";
-  if (text.substr(0, expected_head.size()) != expected_head) return std::nullopt;
-  const std::string_view digest = text.substr(expected_head.size());
-  if (digest.size() != 65 || digest.back() != '\n' ||
-      digest.substr(0, 64).find_first_not_of("0123456789abcdef") != std::string_view::npos) {
-    return std::nullopt;
-  }
-  return std::string(digest.substr(0, 64));
-}
+// "<magic>\n<stamp text>\n<64 hex>\n": the entry must name the stamp it is for.
+std::string entry_head(const Stamp& stamp) { return std::string(store_magic) + "\n" + stamp.text() + "\n"; }
 
-// Written whole to a private file then renamed into place: a reader sees an old entry, a
-// new one, or none. A failure only costs the next process a hash.
-void store_digest(const std::string& directory, const Stamp& stamp, const std::string& digest) {
-  std::string temporary = directory + "/.entry-XXXXXX";
-  const UniqueFd fd(::mkstemp(temporary.data()));
-  if (!fd) return;
-  const std::string text = std::string(store_magic) + "\n" + stamp.text() + "\n" + digest + "\n";
-  bool ok = ::fchmod(fd.get(), 0600) == 0;
-  // Past RLIMIT_FSIZE the write fails (EFBIG) instead of killing the process (SIGXFSZ).
-  const BlockedSignal file_size_limit(SIGXFSZ);
-  std::size_t written = 0;
-  while (ok && written < text.size()) {
-    const ssize_t put = ::write(fd.get(), text.data() + written, text.size() - written);
-    if (put < 0 && errno == EINTR) continue;
-    ok = put > 0;
-    if (ok) written += static_cast<std::size_t>(put);
+std::optional<std::string> stored_digest(const StampStore& store, const Stamp& stamp) {
+  const std::optional<std::string> digest = store.read(entry_name(stamp), entry_head(stamp));
+  if (!digest || digest->size() != 65 || digest->back() != '\n' ||
+      digest->find_first_not_of("0123456789abcdef") != 64) {
+    return std::nullopt;
   }
-  if (!ok || ::rename(temporary.c_str(), (directory + "/" + entry_name(stamp)).c_str()) != 0) {
-    ::unlink(temporary.c_str());
-  }
+  return digest->substr(0, 64);
 }
 
 // A digest, and whether it may be remembered under its stamp (the file is not too new).
@@ -225,9 +137,9 @@ std::optional<Digest> content_digest(const Stamp& stamp) {
   const std::lock_guard<std::mutex> lock(mutex);
   const std::string key = stamp.text();
   if (const auto found = known.find(key); found != known.end()) return Digest{found->second, true};
-  const std::optional<std::string> directory = trusted_store();
-  if (directory) {
-    if (std::optional<std::string> digest = stored_digest(*directory, stamp)) {
+  const std::optional<StampStore> store = StampStore::open(digest_store);
+  if (store) {
+    if (std::optional<std::string> digest = stored_digest(*store, stamp)) {
       digests_from_store.fetch_add(1, std::memory_order_relaxed);
       return Digest{known.emplace(key, std::move(*digest)).first->second, true};
     }
@@ -235,13 +147,8 @@ std::optional<Digest> content_digest(const Stamp& stamp) {
   struct stat info {};
   std::optional<std::string> digest = hash_file(stamp, info);
   if (!digest) return std::nullopt;
-  timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  // Both times: a file written within the last 2 s could be written again within the
-  // same tick of a coarse clock, keeping its stamp with other bytes.
-  const long long newest = std::max(ns(info.st_mtim), ns(info.st_ctim));
-  if (ns(now) - newest < too_new_ns) return Digest{std::move(*digest), false};
-  if (directory) store_digest(*directory, stamp, *digest);
+  if (changed_too_recently(info)) return Digest{std::move(*digest), false};
+  if (store) store->write(entry_name(stamp), entry_head(stamp) + *digest + "\n");
   return Digest{known.emplace(key, std::move(*digest)).first->second, true};
 }
 

@@ -13,7 +13,8 @@
 // within the last 2 s is hashed but not remembered, in the process or the store: a clock
 // that ticks coarsely could give two contents written in one tick one stamp.
 //
-// The store: CUJIT_LIBRARY_DIGESTS (a directory; "off": none), else
+// The store (cache/stamp_store.hpp, shared with the header stamps of hermetic compiles):
+// CUJIT_LIBRARY_DIGESTS (a directory; "off": none), else
 // $CUJIT_CACHE_DIR/library-digests, else $XDG_CACHE_HOME/cujit/library-digests, else
 // $HOME/.cache/cujit/library-digests. It is trusted only when it and each entry are this
 // user's and writable by no one else (otherwise entries are not read, and the file is

@@ -11,10 +11,12 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "cujit/cache_key.hpp"
 #include "cujit/error.hpp"
+#include "compile/header_stamps.hpp"
 #include "compile/include_scan.hpp"
 #include "support/file_io.hpp"
 
@@ -283,6 +285,7 @@ class Resolver {
 
   Found found_at(const std::string& path, int search_index) {
     auto looked = FileMemo::instance().lookup(path);
+    note_probe(path, looked ? &looked->first : nullptr);
     if (!looked) return {nullptr, {}};
     const auto& [stamp, data] = *looked;
     const auto identity = std::make_pair(stamp.device, stamp.inode);
@@ -314,6 +317,33 @@ class Resolver {
     return {file, path};
   }
 
+  // Every path probed and what it held, for the header stamps (header_stamps.hpp); a path
+  // that answered differently within one resolution (it changed meanwhile) spoils them.
+  void note_probe(const std::string& path, const Stamp* stamp) {
+    HeaderProbe probe;
+    probe.path = path;
+    if (stamp != nullptr) {
+      probe.present = true;
+      probe.device = static_cast<std::uint64_t>(stamp->device);
+      probe.inode = static_cast<std::uint64_t>(stamp->inode);
+      probe.size = static_cast<std::uint64_t>(stamp->size);
+      probe.mtime_ns = stamp->mtime_ns;
+      probe.ctime_ns = stamp->ctime_ns;
+    }
+    auto [it, inserted] = probe_index_.try_emplace(path, probes.size());
+    if (inserted) {
+      probes.push_back(std::move(probe));
+    } else if (!(probes[it->second] == probe)) {
+      probes_consistent = false;
+    }
+  }
+
+ public:
+  std::vector<HeaderProbe> probes;
+  bool probes_consistent = true;
+
+ private:
+  std::unordered_map<std::string, std::size_t> probe_index_;
   const std::vector<Header>& memory_;
   const std::vector<std::string>& dirs_;
   std::map<std::pair<dev_t, ino_t>, std::shared_ptr<HermeticInputs::File>> by_identity_;
@@ -465,6 +495,42 @@ std::string rewritten(const HermeticInputs::File& file) {
 }  // namespace
 
 HermeticInputs HermeticInputs::resolve(const Program& program, const CompileOptions& options) {
+  // The header stamps are asked only by a compile that can reach the disk: a source with
+  // no include and options that name no file resolves from memory alone (KernelBuilder's
+  // in-memory hits), and a digest of its inputs would cost more than it saves. A compile
+  // whose only disk reads come through in-memory headers resolves by reading, as before.
+  const bool may_read_disk = program.source().find("include") != std::string::npos ||
+                             options_name_files(cujit::nvrtc_options(options));
+  std::string inputs_key;
+  if (may_read_disk && header_stamps_on()) {
+    inputs_key = resolution_inputs_key(program, options);
+    if (const auto record = recall_resolution(inputs_key); record && probes_hold(*record)) {
+      HermeticInputs out;
+      out.program_name_ = program.name();
+      out.base_options_ = options;
+      out.reads_disk_ = record->reads_disk;
+      out.uncacheable_ = record->uncacheable;
+      out.key_fields_ = record->key_fields;
+      out.nvrtc_options_ = record->nvrtc_options;
+      out.deferred_ = std::make_shared<Deferred>();
+      out.deferred_->source = program.source();
+      out.deferred_->inputs_key = std::move(inputs_key);
+      return out;
+    }
+  }
+  std::vector<HeaderProbe> probes;
+  HermeticInputs out = resolve_reading(program, options, inputs_key.empty() ? nullptr : &probes);
+  if (!inputs_key.empty() && out.refusal_.empty() && out.reads_disk_ && !probes.empty()) {
+    remember_resolution(inputs_key, ResolutionRecord{std::move(probes), out.uncacheable_, out.reads_disk_,
+                                                     out.nvrtc_options_, out.key_fields_});
+  }
+  return out;
+}
+
+// The resolution from the files themselves; `probes` (when given) receives every path
+// probed, and is left empty when a path answered differently within the resolution.
+HermeticInputs HermeticInputs::resolve_reading(const Program& program, const CompileOptions& options,
+                                               std::vector<HeaderProbe>* probes) {
   HermeticInputs out;
   out.program_name_ = program.name();
   out.base_options_ = options;
@@ -618,17 +684,30 @@ HermeticInputs HermeticInputs::resolve(const Program& program, const CompileOpti
     out.reads_disk_ = true;
     return out;
   }
+  if (probes != nullptr && resolver.probes_consistent) *probes = std::move(resolver.probes);
 
   // All files in a fixed order: the program, the caller's headers, then the disk's as found.
   out.files_ = {main};
   out.files_.insert(out.files_.end(), resolver.user_files_.begin(), resolver.user_files_.end());
   out.files_.insert(out.files_.end(), resolver.disk_files_.begin(), resolver.disk_files_.end());
+  // An include target that is one of the compile's files is written as "#<its index>;" (the
+  // first file of that name), anything else as "<length>:<name>": the names are in the key
+  // already, so the two say the same, and a CUB compile's ~6,000 targets stay small (its
+  // key and its header stamps record are mostly targets).
+  std::unordered_map<std::string_view, std::size_t> index_of;
+  for (std::size_t i = 0; i < out.files_.size(); ++i) index_of.try_emplace(out.files_[i]->name, i);
   for (const auto& file : out.files_) {
     out.key_fields_.push_back(file->name);
     // The program and the caller's headers are keyed by their text; files by digest.
     out.key_fields_.push_back(file->data->digest.empty() ? file->data->content : file->data->digest);
     std::string targets;
-    for (const std::string& name : file->replacements) targets += std::to_string(name.size()) + ":" + name;
+    for (const std::string& name : file->replacements) {
+      if (const auto found = index_of.find(name); found != index_of.end()) {
+        targets += "#" + std::to_string(found->second) + ";";
+      } else {
+        targets += std::to_string(name.size()) + ":" + name;
+      }
+    }
     out.key_fields_.push_back(std::move(targets));
   }
   for (const auto& [name, file] : out.aliases_) {
@@ -639,14 +718,43 @@ HermeticInputs HermeticInputs::resolve(const Program& program, const CompileOpti
   return out;
 }
 
-Program HermeticInputs::program() const { return Program(rewritten(*files_.front()), program_name_); }
+// A resolution from header stamps holds the key's fields only; the bytes are read when a
+// compile needs them (a miss, or the cache off), by resolving again from the files. That
+// resolution must give the very fields the key was made of: a header changed since (or a
+// record that lied) would otherwise compile other bytes under the key. Then the record is
+// dropped and the compile fails, naming why; the next attempt resolves afresh.
+const HermeticInputs& HermeticInputs::materialised() const {
+  if (!deferred_) return *this;
+  const std::lock_guard<std::mutex> lock(deferred_->mutex);
+  if (!deferred_->full) {
+    auto full = std::make_shared<HermeticInputs>(
+        resolve_reading(Program(deferred_->source, program_name_), base_options_, nullptr));
+    if (full->refusal_ != refusal_ || full->uncacheable_ != uncacheable_ || full->key_fields_ != key_fields_ ||
+        full->nvrtc_options_ != nvrtc_options_) {
+      forget_resolution(deferred_->inputs_key);
+      throw Error(ErrorKind::cache, "hermetic compile",
+                  "the headers of '" + program_name_ + "' read now differ from their header stamps (a header changed "
+                  "while the compile started, or a stamps record was wrong); the record is dropped, compile again");
+    }
+    deferred_->full = std::move(full);
+  }
+  return *deferred_->full;
+}
+
+Program HermeticInputs::program() const {
+  const HermeticInputs& full = materialised();
+  return Program(rewritten(*full.files_.front()), program_name_);
+}
 
 CompileOptions HermeticInputs::options() const {
+  const HermeticInputs& full = materialised();
   CompileOptions options = base_options_;
   options.include_paths.clear();
   options.headers.clear();
-  for (std::size_t i = 1; i < files_.size(); ++i) options.headers.push_back(Header{files_[i]->name, rewritten(*files_[i])});
-  for (const auto& [name, file] : aliases_) options.headers.push_back(Header{name, rewritten(*file)});
+  for (std::size_t i = 1; i < full.files_.size(); ++i) {
+    options.headers.push_back(Header{full.files_[i]->name, rewritten(*full.files_[i])});
+  }
+  for (const auto& [name, file] : full.aliases_) options.headers.push_back(Header{name, rewritten(*file)});
   // nvrtc_options() puts -arch, -dlto and -rdc first again: pass the rest.
   const std::vector<std::string> leading = cujit::nvrtc_options(CompileOptions{options.arch, options.target, options.relocatable, {}, {}, {}, {}});
   options.options.clear();
@@ -672,5 +780,7 @@ std::string HermeticInputs::readable_log(std::string log) {
 }
 
 std::size_t HermeticInputs::files_read() noexcept { return files_read_count.load(std::memory_order_relaxed); }
+
+std::size_t HermeticInputs::resolutions_from_stamps() noexcept { return resolutions_recalled(); }
 
 }  // namespace cujit::detail

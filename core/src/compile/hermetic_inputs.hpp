@@ -25,9 +25,11 @@
 // that uses __TIME__, __DATE__ or __TIMESTAMP__ is hermetic but not cached (`uncacheable`).
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "compile/header_stamps.hpp"
 #include "cujit/program.hpp"
 
 namespace cujit::detail {
@@ -35,7 +37,9 @@ namespace cujit::detail {
 class HermeticInputs {
  public:
   // Reads every header the compile can reach (a file unchanged since it was last read in
-  // this process, by device, inode, size, mtime and ctime, is not read again).
+  // this process, by device, inode, size, mtime and ctime, is not read again), or, when
+  // header stamps (header_stamps.hpp) hold for these inputs, reads none: then the files are
+  // read only if program() or options() is asked.
   static HermeticInputs resolve(const Program& program, const CompileOptions& options);
 
   // Empty when the compile is hermetic; else why not (the compile then runs as given).
@@ -50,7 +54,9 @@ class HermeticInputs {
   const std::vector<std::string>& nvrtc_options() const noexcept { return nvrtc_options_; }
 
   // The program and options NVRTC compiles: the rewritten source, every header in memory,
-  // no include path. Built on demand (a cache hit never needs them).
+  // no include path. Built on demand (a cache hit never needs them); after a resolution
+  // from header stamps, by reading the files (an Error of kind cache if they no longer
+  // give the same key fields).
   Program program() const;
   CompileOptions options() const;
 
@@ -69,9 +75,26 @@ class HermeticInputs {
   // Files this process has read for hermetic compiles (a test's view of the file memo).
   static std::size_t files_read() noexcept;
 
+  // Resolutions this process answered from header stamps, reading no header
+  // (header_stamps.hpp).
+  static std::size_t resolutions_from_stamps() noexcept;
+
   struct File;  // one file of the compile (defined in the .cpp)
 
  private:
+  static HermeticInputs resolve_reading(const Program& program, const CompileOptions& options,
+                                        std::vector<HeaderProbe>* probes);
+  // This resolution with its files: itself, or (answered from header stamps) the same
+  // resolution made again by reading the files, once.
+  const HermeticInputs& materialised() const;
+  struct Deferred {
+    std::mutex mutex;
+    std::string source;
+    std::string inputs_key;
+    std::shared_ptr<const HermeticInputs> full;
+  };
+  std::shared_ptr<Deferred> deferred_;  // set when answered from header stamps
+
   std::string refusal_;
   std::string uncacheable_;
   bool reads_disk_ = false;
