@@ -81,7 +81,11 @@ try:
     import numpy as np
     from cuda.bindings import driver
 
-    out = device.allocate(4 * len(EXPECTED))
+    try:  # cuda.core 1.x: the stream is a keyword-only argument; 0.x: optional
+        out = device.allocate(4 * len(EXPECTED), stream=device.default_stream)
+    except TypeError:
+        out = device.allocate(4 * len(EXPECTED))
+    device.sync()  # the allocation is ordered on the default stream, the launch on its own
     launch_kernel(device, kernel, (out, np.int32(5), np.int32(-2)))
     host = (ctypes.c_float * len(EXPECTED))()
     result = driver.cuMemcpyDtoH(ctypes.addressof(host), int(out.handle), ctypes.sizeof(host))
