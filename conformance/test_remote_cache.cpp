@@ -649,8 +649,8 @@ TEST(RemoteCacheFleetLock, AWriteThatTimesOutStillReleasesTheLockWhenRedisAnswer
     (void)builder.get_or_build(key_of("paused"), [&] {
       holding = true;  // the builder holds the fleet lock now
       EXPECT_TRUE(waits_for_a_machine(waiter));
-      // Writes wait 1.5 s in Redis, the builder's calls 50 ms: its SET and its first
-      // release time out.
+      // Writes wait 1.5 s in Redis, the builder's calls 500 ms (the default): its SET and
+      // its first release time out.
       EXPECT_EQ(server.command({"CLIENT", "PAUSE", "1500", "WRITE"}), "+OK");
       return std::string("built");
     });
@@ -659,6 +659,10 @@ TEST(RemoteCacheFleetLock, AWriteThatTimesOutStillReleasesTheLockWhenRedisAnswer
   CacheSource source{};
   EXPECT_EQ(waiter.get_or_build(key_of("paused"), constant("built"), &source), "built");
   building.join();
+  // The value whose SET timed out is written before the lock is released: the waiter
+  // reads it, never builds the key again.
+  EXPECT_EQ(source, CacheSource::remote);
+  EXPECT_EQ(waiter.stats().builds, 0u);
   EXPECT_GE(builder.stats().remote_errors, 1u);  // the write that timed out
   EXPECT_EQ(waiter.stats().remote_lock_timeouts, 0u);
   EXPECT_EQ(waiter.stats().remote_waits, 1u);

@@ -463,7 +463,17 @@ RemoteOutcome RemoteCache::put(const std::string& key, const std::string& payloa
   const std::lock_guard<std::mutex> lock(mutex_);
   RemoteOutcome outcome{};
   const Reply reply = connection_->command(args, outcome, problem, Access::write);
-  if (!reply) return outcome;
+  if (!reply) {
+    if (outcome == RemoteOutcome::unavailable || outcome == RemoteOutcome::skipped) {
+      // Written before this process releases a fleet lock (write_unwritten).
+      const std::lock_guard<std::mutex> keep(unwritten_mutex_);
+      if (unwritten_bytes_ + bytes.size() <= unwritten_cap) {
+        unwritten_bytes_ += bytes.size();
+        unwritten_.push_back(UnwrittenValue{name, std::move(bytes)});
+      }
+    }
+    return outcome;
+  }
   if (reply->type == REDIS_REPLY_STATUS) {
     if (saved != nullptr) *saved = saved_bytes;
     return RemoteOutcome::done;
@@ -583,13 +593,48 @@ RemoteOutcome RemoteCache::compare_and(std::string_view script, std::vector<std:
   return RemoteOutcome::refused;
 }
 
+RemoteOutcome RemoteCache::write_unwritten(std::string& problem) {
+  std::vector<UnwrittenValue> values;
+  {
+    const std::lock_guard<std::mutex> lock(unwritten_mutex_);
+    values.swap(unwritten_);
+    unwritten_bytes_ = 0;
+  }
+  RemoteOutcome outcome = RemoteOutcome::done;
+  std::size_t next = 0;
+  const std::string ttl_ms = std::to_string(std::chrono::milliseconds(settings_.ttl).count());
+  lock_connection_->retry_after = {};  // the lock's connection never waits out a back-off
+  for (; next < values.size(); ++next) {
+    std::vector<std::string_view> args{"SET", values[next].name, values[next].bytes};
+    if (settings_.ttl.count() > 0) args.insert(args.end(), {"PX", ttl_ms});
+    RemoteOutcome sent{};
+    const Reply reply = lock_connection_->command(args, sent, problem, Access::write);
+    // Unanswered again: kept, with the ones after it, unless nothing listens any more
+    // (Redis gone: no lock to release after them either).
+    if (!reply && (sent == RemoteOutcome::unavailable || sent == RemoteOutcome::skipped)) {
+      outcome = lock_connection_->refused ? RemoteOutcome::done : RemoteOutcome::unavailable;
+      break;
+    }
+  }
+  if (outcome == RemoteOutcome::unavailable) {
+    const std::lock_guard<std::mutex> lock(unwritten_mutex_);
+    for (std::size_t i = next; i < values.size(); ++i) {
+      if (unwritten_bytes_ + values[i].bytes.size() > unwritten_cap) break;
+      unwritten_bytes_ += values[i].bytes.size();
+      unwritten_.push_back(std::move(values[i]));
+    }
+  }
+  return outcome;
+}
+
 RemoteOutcome RemoteCache::unlock(const std::string& flight, const std::string& token, Clock::time_point expires) {
   std::string problem;
   RemoteOutcome outcome{};
   {
     const std::lock_guard<std::mutex> lock(lock_mutex_);
     const std::string name = lock_key(flight);
-    outcome = compare_and(compare_and_delete, {"DEL", name}, flight, token, problem);
+    outcome = write_unwritten(problem);
+    if (outcome == RemoteOutcome::done) outcome = compare_and(compare_and_delete, {"DEL", name}, flight, token, problem);
   }
   if (outcome == RemoteOutcome::unavailable) unlock_later(flight, token, expires);
   return outcome;
@@ -630,7 +675,10 @@ void RemoteCache::release_pending() noexcept {
         std::string problem;
         const std::lock_guard<std::mutex> turn(lock_mutex_);
         const std::string name = lock_key(pending.flight);
-        outcome = compare_and(compare_and_delete, {"DEL", name}, pending.flight, pending.token, problem);
+        outcome = write_unwritten(problem);
+        if (outcome == RemoteOutcome::done) {
+          outcome = compare_and(compare_and_delete, {"DEL", name}, pending.flight, pending.token, problem);
+        }
         gone = lock_connection_->refused;
       } catch (...) {
         // Out of memory building the command: tried again next round.

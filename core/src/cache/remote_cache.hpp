@@ -203,6 +203,22 @@ class RemoteCache {
   bool stopping_ = false;
   std::thread releaser_;  // started with the first unlock that could not be done at once
 
+  // Values whose SET got no answer in time (Redis paused or slower than the timeout): a
+  // builder's release of its fleet lock writes them first, on the lock's connection, and is
+  // itself put off while they cannot be written. Released before its value was stored, the
+  // lock let a waiter find no entry and build the key again (issue 32: 64 processes, Redis
+  // paused mid-build). Bounded: past unwritten_cap bytes a value is not kept.
+  struct UnwrittenValue {
+    std::string name, bytes;
+  };
+  static constexpr std::size_t unwritten_cap = std::size_t{64} << 20;
+  // Writes the unwritten values (callers hold lock_mutex_): done when none is left, else
+  // the outcome of the SET that could not be done (unavailable: tried again later).
+  RemoteOutcome write_unwritten(std::string& problem);
+  std::mutex unwritten_mutex_;
+  std::vector<UnwrittenValue> unwritten_;
+  std::size_t unwritten_bytes_ = 0;
+
   std::atomic<bool> scripts_refused_{false};
   mutable std::mutex script_refusal_mutex_;
   std::string script_refusal_;
