@@ -9,6 +9,7 @@
 
 #include "cujit/format.hpp"
 #include "support/fixtures.hpp"
+#include "support/long_names.hpp"
 
 namespace cujit {
 namespace {
@@ -376,6 +377,28 @@ TEST(HostileFormatChecks, EveryFunctionRelocationTypeAgainstANonFunctionIsRefuse
   }
   // The relocation as nvcc wrote it is sound (the check does not refuse by position).
   EXPECT_EQ(integrity_problem(Format::cubin, original), "");
+}
+
+// Every PTX field that holds a name, at the limit and one character over it (red-team
+// finding F18): over it is refused naming the line and the limit, at it is sound. That
+// nvJitLink survives names at the limit is HostileLinkerLog.NamesAtTheLimitLinkInEveryField.
+TEST(HostileFormatChecks, APtxNameOverTheLimitIsRefusedInEveryField) {
+  const auto at_limit = test::long_name_ptx(max_linker_name_length);
+  const auto over = test::long_name_ptx(max_linker_name_length + 1);
+  ASSERT_EQ(at_limit.size(), over.size());
+  for (std::size_t i = 0; i < over.size(); ++i) {
+    EXPECT_EQ(detect_format(over[i].ptx), Format::ptx) << over[i].field;
+    EXPECT_EQ(integrity_problem(Format::ptx, at_limit[i].ptx), "") << at_limit[i].field;
+    const std::string problem = integrity_problem(Format::ptx, over[i].ptx);
+    EXPECT_NE(problem.find("characters ('"), std::string::npos) << over[i].field << ": " << problem;
+    EXPECT_NE(problem.find("the limit is " + std::to_string(max_linker_name_length)), std::string::npos)
+        << over[i].field << ": " << problem;
+    EXPECT_LT(problem.size(), 300u) << "the message shows the name's start only";
+  }
+  // Comments are not handed to nvJitLink's name handling: a long comment word is sound.
+  const std::string commented = at_limit[0].ptx + "// " + std::string(4 * max_linker_name_length, 'c') +
+                                "\n/* " + std::string(4 * max_linker_name_length, 'c') + " */\n";
+  EXPECT_EQ(integrity_problem(Format::ptx, commented), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(
