@@ -287,11 +287,55 @@ std::string_view to_string(ExecutableProblem problem) noexcept {
     case ExecutableProblem::writable_by_others: return "writable_by_others";
     case ExecutableProblem::untrusted_directory: return "untrusted_directory";
     case ExecutableProblem::unreadable: return "unreadable";
+    case ExecutableProblem::untrusted_interpreter: return "untrusted_interpreter";
   }
   return "unknown";
 }
 
 std::string ExecutableRefusal::message() const { return "refusing to run '" + path + "': it " + why; }
+
+namespace {
+
+// The interpreter a #! line names (its first word), or "" when the file is not a script.
+// Read through the checked descriptor, so it is the file that was checked; a file this
+// process cannot read is no script it could run either (the interpreter must read it).
+std::string script_interpreter(const TrustedExecutable& checked) {
+  const std::string reopen = "/proc/self/fd/" + std::to_string(checked.fd.get());
+  UniqueFd file(::open(reopen.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (file.get() < 0) return {};
+  // The kernel reads at most 256 bytes of the #! line (BINPRM_BUF_SIZE).
+  char head[256];
+  ssize_t got = 0;
+  do {
+    got = ::read(file.get(), head, sizeof head);
+  } while (got < 0 && errno == EINTR);
+  if (got < 2 || head[0] != '#' || head[1] != '!') return {};
+  const std::string_view line(head + 2, static_cast<std::size_t>(got) - 2);
+  const std::size_t start = line.find_first_not_of(" \t");
+  if (start == std::string_view::npos) return {};
+  const std::size_t end = line.find_first_of(" \t\n", start);
+  return std::string(line.substr(start, end == std::string_view::npos ? line.size() - start : end - start));
+}
+
+std::optional<ExecutableRefusal> check_interpreters(const std::string& given, const TrustedExecutable& checked,
+                                                    int depth) {
+  const std::string interpreter = script_interpreter(checked);
+  if (interpreter.empty()) return std::nullopt;
+  auto refused_by = [&](const std::string& why) {
+    return refusal(ExecutableProblem::untrusted_interpreter, given, "is a script whose #! interpreter '" +
+                                                                       interpreter + "' " + why);
+  };
+  if (depth >= 4) return refused_by("is a script too (more than 4 levels)");
+  if (interpreter.front() != '/') return refused_by("is not an absolute path");
+  if (std::filesystem::path(interpreter).filename() == "env") {
+    return refused_by("looks its program up on PATH, unchecked (name the interpreter's path instead)");
+  }
+  TrustedExecutable next;
+  if (auto refused = check_path(interpreter, Want::executable, &next)) return refused_by("is refused: it " + refused->why);
+  return check_interpreters(given, next, depth + 1);
+}
+
+}  // namespace
 
 std::optional<ExecutableRefusal> open_trusted_executable(const std::string& program, TrustedExecutable& out) {
   if (program.empty()) return refusal(ExecutableProblem::missing, program, "is an empty name");
@@ -303,7 +347,12 @@ std::optional<ExecutableRefusal> open_trusted_executable(const std::string& prog
     std::error_code error;
     path = std::filesystem::absolute(program, error).string();
   }
-  return check_path(path, Want::executable, &out);
+  if (auto refused = check_path(path, Want::executable, &out)) return refused;
+  if (auto refused = check_interpreters(program, out, 0)) {
+    out = TrustedExecutable{};
+    return refused;
+  }
+  return std::nullopt;
 }
 
 std::optional<ExecutableRefusal> check_trusted_file(const std::string& path) {

@@ -9,6 +9,10 @@
 //   group or others (unless sticky, as /tmp is), so that nobody else can swap it between
 //   the check and the run. The child executes that descriptor (execveat), not the name.
 //   A file that fails is an ExecutableRefusal naming the path and why; it never runs.
+//   A script (#!) is run by the kernel through its interpreter, so the interpreter named on
+//   its #! line passes the same check (and its own, up to 4 levels, as the kernel allows);
+//   one that looks its program up on PATH (/usr/bin/env) is refused, since that lookup
+//   ignores cujit's rules (red-team finding F16).
 // - From an argument vector, never through a shell; every descriptor cujit opens for it is
 //   close-on-exec, so nothing leaks into it or into children started at the same time.
 // - Optional limits: a deadline after which it is killed (SIGKILL), a cap on its captured
@@ -40,6 +44,7 @@ enum class ExecutableProblem {
   writable_by_others,   // group- or other-writable
   untrusted_directory,  // a directory above it is foreign-owned or writable by others
   unreadable,           // it or a directory above it cannot be examined
+  untrusted_interpreter,  // a script whose #! interpreter fails the check or is looked up on PATH (env)
 };
 std::string_view to_string(ExecutableProblem problem) noexcept;
 
