@@ -363,6 +363,36 @@ std::optional<ExecutableRefusal> check_trusted_directory(const std::string& path
   return check_path(path, Want::directory, nullptr);
 }
 
+std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::string& path) {
+  const std::filesystem::path written = std::filesystem::path(path).lexically_normal();
+  if (!written.is_absolute()) return refusal(ExecutableProblem::unreadable, path, "is not an absolute path");
+  std::filesystem::path prefix = written.root_path();
+  for (const std::filesystem::path& part : written.relative_path()) {
+    if (part.empty()) continue;
+    prefix /= part;
+    struct stat info {};
+    if (::lstat(prefix.c_str(), &info) != 0) {
+      return refusal(errno == ENOENT ? ExecutableProblem::missing : ExecutableProblem::unreadable, path,
+                     "has a part '" + prefix.string() + "' that cannot be examined: " + std::strerror(errno));
+    }
+    if (S_ISLNK(info.st_mode)) {
+      // The build tree itself is a directory CMake made, never a link; one there now was
+      // put in its place (as a stand-in for a gone tree, red-team finding F4).
+      if (prefix == written) {
+        return refusal(ExecutableProblem::untrusted_directory, path, "is a link, not the directory it was built as");
+      }
+      if (!trusted_owner(info.st_uid)) {
+        return refusal(ExecutableProblem::untrusted_directory, path,
+                       "has a part '" + prefix.string() + "' that is a link owned by uid " +
+                           std::to_string(info.st_uid) + ", neither root nor this user");
+      }
+    } else if (const auto why = ownership_problem(info, S_ISDIR(info.st_mode))) {
+      return refusal(ExecutableProblem::untrusted_directory, path, "has a part '" + prefix.string() + "' that " + *why);
+    }
+  }
+  return check_path(path, Want::directory, nullptr);
+}
+
 namespace {
 
 // check_trusted_tree's walk: `budget` counts entries over the whole tree (a tree that large

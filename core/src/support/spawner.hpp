@@ -81,6 +81,13 @@ std::optional<ExecutableRefusal> check_trusted_directory(const std::string& path
 // bytecode). The first entry refused is named.
 std::optional<ExecutableRefusal> check_trusted_tree(const std::string& path);
 
+// check_trusted_directory for a directory named by a path fixed at build time (the build
+// tree an installed program was built in): besides the directory it resolves to, every
+// component of the path as written must be a directory of the same kind or a link owned by
+// root or the caller, and the last one no link at all. A gone build-tree path that someone else recreated, or replaced by a
+// link to any directory (red-team finding F4), is refused; nullopt when it may be trusted.
+std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::string& path);
+
 // Where a child's standard output or error goes.
 enum class ChildSink {
   inherit,  // this process's own
