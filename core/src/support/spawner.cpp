@@ -363,6 +363,21 @@ std::optional<ExecutableRefusal> check_trusted_directory(const std::string& path
   return check_path(path, Want::directory, nullptr);
 }
 
+std::optional<ExecutableRefusal> check_trusted_descriptor(int fd, const std::string& path) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    return refusal(ExecutableProblem::unreadable, path, "cannot be examined: " + std::string(std::strerror(errno)));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return refusal(ExecutableProblem::not_regular, path, "is not a regular file (mode " + octal_mode(info.st_mode) + ")");
+  }
+  if (const auto why = ownership_problem(info, false)) {
+    const bool owner = !trusted_owner(info.st_uid);
+    return refusal(owner ? ExecutableProblem::foreign_owner : ExecutableProblem::writable_by_others, path, *why);
+  }
+  return std::nullopt;
+}
+
 std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::string& path) {
   const std::filesystem::path written = std::filesystem::path(path).lexically_normal();
   if (!written.is_absolute()) return refusal(ExecutableProblem::unreadable, path, "is not an absolute path");

@@ -81,6 +81,11 @@ std::optional<ExecutableRefusal> check_trusted_directory(const std::string& path
 // bytecode). The first entry refused is named.
 std::optional<ExecutableRefusal> check_trusted_tree(const std::string& path);
 
+// The owner and mode rules of check_trusted_file for a file already open (`fd`), which is
+// what a caller then uses (a library loaded through /proc/self/fd): a regular file owned by
+// root or this user, writable by neither its group nor others. `path` is for the message.
+std::optional<ExecutableRefusal> check_trusted_descriptor(int fd, const std::string& path);
+
 // check_trusted_directory for a directory named by a path fixed at build time (the build
 // tree an installed program was built in): besides the directory it resolves to, every
 // component of the path as written must be a directory of the same kind or a link owned by
