@@ -175,9 +175,9 @@ TEST(ChildProcess, RefusedProgramNeverRuns) {
 // A script's #! interpreter is what the kernel runs (red-team finding F16): it passes the
 // same check as the script, over every mode of the interpreter and of its directory, and a
 // script whose interpreter fails never runs (the marker stays absent).
-class ScriptInterpreter : public ::testing::Test {
+class HostileScriptInterpreter : public ::testing::Test {
  protected:
-  ScriptInterpreter() {
+  HostileScriptInterpreter() {
     fs::create_directory(bin_);
     fs::copy_file("/bin/sh", interpreter_);
     ::chmod(bin_.c_str(), 0755);
@@ -210,7 +210,7 @@ class ScriptInterpreter : public ::testing::Test {
   fs::path marker_ = dir_.path() / "marker";
 };
 
-TEST_F(ScriptInterpreter, EveryModeOfTheInterpreterAndItsDirectory) {
+TEST_F(HostileScriptInterpreter, EveryModeOfTheInterpreterAndItsDirectory) {
   const fs::path program = script("program", interpreter_.string());
   for (mode_t mode = 0; mode <= 0777; ++mode) {
     ASSERT_EQ(::chmod(interpreter_.c_str(), mode), 0);
@@ -238,7 +238,7 @@ TEST_F(ScriptInterpreter, EveryModeOfTheInterpreterAndItsDirectory) {
 // Interpreters that are scripts in turn are checked at every level the kernel follows; a
 // bad one anywhere in the chain refuses the first script. PATH lookups (env) and relative
 // interpreters are refused.
-TEST_F(ScriptInterpreter, ChainsEnvAndRelativeInterpreters) {
+TEST_F(HostileScriptInterpreter, ChainsEnvAndRelativeInterpreters) {
   for (int length = 1; length <= 3; ++length) {
     for (int bad = -1; bad < length; ++bad) {
       // level 0 is the program; level i runs through level i+1; the last runs through sh.
@@ -267,6 +267,62 @@ TEST_F(ScriptInterpreter, ChainsEnvAndRelativeInterpreters) {
     ASSERT_TRUE(refused) << interpreter;
     EXPECT_EQ(refused->problem, ExecutableProblem::untrusted_interpreter) << problem_text(refused);
   }
+}
+
+// The build tree of an installed program, a path fixed at build time, counts only while it
+// is the directory it was built as (red-team finding F4): every shape a gone tree's path
+// can be given by someone else is refused, the real tree and root's or the caller's links
+// above it are accepted.
+TEST(HostileBuildTreePath, OnlyTheDirectoryAsWrittenAndTrustedCounts) {
+  const PrivateDir dir;
+  const fs::path tree = dir.path() / "src" / "build";
+  fs::create_directories(tree);
+  ::chmod((dir.path() / "src").c_str(), 0755);
+  const auto as_written = [](const fs::path& path) { return detail::check_trusted_directory_as_written(path.string()); };
+  EXPECT_FALSE(as_written(tree)) << problem_text(as_written(tree));
+  // A link of this user's above the tree (as /home -> /data/home is root's) is fine.
+  fs::create_directory_symlink(dir.path() / "src", dir.path() / "linked-src");
+  EXPECT_FALSE(as_written(dir.path() / "linked-src" / "build"));
+  // The tree itself replaced by a link: to an ancestor of anything, to a real tree.
+  for (const fs::path& target : {fs::path("/"), fs::path("/usr"), dir.path(), fs::path(tree.string() + ".real")}) {
+    fs::remove_all(tree);
+    fs::create_directories(dir.path() / "src" / "build.real");
+    fs::create_directory_symlink(target, tree);
+    const auto refused = as_written(tree);
+    ASSERT_TRUE(refused) << target;
+    EXPECT_NE(refused->message().find("is a link"), std::string::npos) << refused->message();
+    fs::remove(tree);
+    fs::create_directory(tree);
+  }
+  // A directory on the way, or the tree, that others could write; sticky is enough on the
+  // way (others cannot replace our entries), not for the tree (they could add to it).
+  for (const mode_t mode : {0777, 0775, 0757, 01777}) {
+    for (const fs::path& part : {dir.path() / "src", tree}) {
+      ::chmod(part.c_str(), mode);
+      const auto refused = as_written(tree);
+      const bool sticky = (mode & S_ISVTX) != 0 && part != tree;
+      if (sticky) {
+        // A sticky directory keeps our entries ours: /tmp above a build tree is fine.
+        EXPECT_FALSE(refused) << part << " " << mode << ": " << problem_text(refused);
+      } else {
+        ASSERT_TRUE(refused) << part << " " << mode;
+        EXPECT_NE(refused->message().find(part.string()), std::string::npos) << refused->message();
+      }
+      ::chmod(part.c_str(), 0755);
+    }
+  }
+  if (::geteuid() == 0) {
+    for (const fs::path& part : {dir.path() / "src", tree}) {
+      ASSERT_EQ(::chown(part.c_str(), nobody, nobody), 0);
+      EXPECT_TRUE(as_written(tree)) << part << " of another user";
+      ASSERT_EQ(::chown(part.c_str(), 0, 0), 0);
+    }
+    // A link above the tree made by another user.
+    ASSERT_EQ(::lchown((dir.path() / "linked-src").c_str(), nobody, nobody), 0);
+    EXPECT_TRUE(as_written(dir.path() / "linked-src" / "build"));
+  }
+  EXPECT_TRUE(as_written(dir.path() / "gone" / "build")) << "a gone tree is not this program's";
+  EXPECT_TRUE(as_written("relative/build"));
 }
 
 TEST(ChildProcess, InputOutputAndEnvironment) {

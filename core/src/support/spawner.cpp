@@ -401,7 +401,8 @@ std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::s
                        "has a part '" + prefix.string() + "' that is a link owned by uid " +
                            std::to_string(info.st_uid) + ", neither root nor this user");
       }
-    } else if (const auto why = ownership_problem(info, S_ISDIR(info.st_mode))) {
+    } else if (const auto why = ownership_problem(info, S_ISDIR(info.st_mode) && prefix != written)) {
+      // The tree itself may not be sticky-writable either: others could add files to it.
       return refusal(ExecutableProblem::untrusted_directory, path, "has a part '" + prefix.string() + "' that " + *why);
     }
   }
