@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -97,7 +98,8 @@ void test_seam_crash() {
   if (runaway == "hang" || runaway == "spin" || runaway == "allocate") {
     std::cerr << "cujit repro: test seam CUJIT_TEST_REPRO_CRASH: " << runaway << " forever" << std::endl;
     std::vector<std::unique_ptr<char[]>> held;
-    for (volatile unsigned long turns = 0;; turns = turns + 1) {
+    std::atomic<unsigned long> turns{0};  // an atomic step: a loop that makes progress
+    for (;; turns.fetch_add(1, std::memory_order_relaxed)) {
       if (runaway == "hang") ::pause();
       if (runaway == "allocate") {
         held.emplace_back(new char[64 << 20]);

@@ -101,8 +101,8 @@ TEST(HostileLinkerLog, AnUnresolvedSymbolOfAnyLengthIsNamed) {
 
 // The assumption behind cujit's name limit (max_linker_name_length, red-team finding F18):
 // nvJitLink links a name at the limit in every PTX field, the undefined one with an input
-// name at the limit too (both in one log message), on a thread with 256 KiB of stack (it
-// recurses over a name: 150,000 characters killed such a thread). A crash ends this test.
+// name at the limit too (both in one log message), on a thread with 512 KiB of stack (it
+// recurses over a name: 150,000 characters killed a 256 KiB thread). A crash ends this test.
 TEST(HostileLinkerLog, NamesAtTheLimitLinkInEveryField) {
   const std::string input_name = "i" + std::string(max_linker_name_length - 1, 'x');
   for (const test::LongNamePtx& input : test::long_name_ptx(max_linker_name_length)) {
@@ -113,7 +113,7 @@ TEST(HostileLinkerLog, NamesAtTheLimitLinkInEveryField) {
         linker.add(LinkableCode::ptx(input.ptx, input.links ? input.field + ".ptx" : input_name));
         (void)linker.link();
         outcome = "linked";
-      } catch (const LinkError& error) {
+      } catch (const LinkError&) {
         outcome = "link error";
       } catch (const Error& error) {
         outcome = "error: " + error.message().substr(0, 200);
@@ -121,7 +121,7 @@ TEST(HostileLinkerLog, NamesAtTheLimitLinkInEveryField) {
     };
     pthread_attr_t attributes;
     ASSERT_EQ(::pthread_attr_init(&attributes), 0);
-    ASSERT_EQ(::pthread_attr_setstacksize(&attributes, 256 * 1024), 0);
+    ASSERT_EQ(::pthread_attr_setstacksize(&attributes, 512 * 1024), 0);
     pthread_t thread;
     ASSERT_EQ(::pthread_create(&thread, &attributes,
                                [](void* run) -> void* {

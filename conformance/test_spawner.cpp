@@ -230,7 +230,9 @@ TEST_F(HostileScriptInterpreter, EveryModeOfTheInterpreterAndItsDirectory) {
     const auto refused = check_and_run(program);
     SCOPED_TRACE("interpreter directory mode " + std::to_string(mode) + ": " + problem_text(refused));
     EXPECT_EQ(refused.has_value(), (mode & (S_IWGRP | S_IWOTH)) != 0);
-    if (refused) EXPECT_NE(refused->message().find(bin_.string()), std::string::npos);
+    if (refused) {
+      EXPECT_NE(refused->message().find(bin_.string()), std::string::npos);
+    }
   }
   ::chmod(bin_.c_str(), 0755);
 }
