@@ -401,6 +401,39 @@ TEST(HostileFormatChecks, APtxNameOverTheLimitIsRefusedInEveryField) {
   EXPECT_EQ(integrity_problem(Format::ptx, commented), "");
 }
 
+// scale_kernel.cubin with its last symbol renamed to `length` characters: the string table
+// moved to the end of the file, grown by the name.
+std::string cubin_with_symbol_name(std::string b, std::size_t length) {
+  const std::size_t strtab = damage::section_header(b, ".strtab");
+  std::string table = b.substr(damage::get(b, strtab + 24, 8), damage::get(b, strtab + 32, 8));
+  const std::size_t name_at = table.size();
+  table += std::string(length, 'n') + '\0';
+  const std::size_t moved_to = b.size();
+  b += table;
+  damage::put(b, strtab + 24, 8, moved_to);
+  damage::put(b, strtab + 32, 8, table.size());
+  const std::size_t symtab = damage::section_header(b, ".symtab");
+  const std::size_t last = damage::get(b, symtab + 24, 8) + damage::get(b, symtab + 32, 8) - 24;
+  damage::put(b, last, 4, name_at);
+  return b;
+}
+
+// Cubin symbol names too (red-team finding F18's class): over the limit refused naming the
+// symbol and the limit; at the limit the length is not what is refused.
+TEST(HostileFormatChecks, ACubinSymbolNameOverTheLimitIsRefused) {
+  const std::string original = read_bytes(fixture_path("scale_kernel.cubin"));
+  for (const std::size_t length : {max_linker_name_length + 1, 2 * max_linker_name_length, std::size_t{5'000'000}}) {
+    const std::string problem = integrity_problem(Format::cubin, cubin_with_symbol_name(original, length));
+    EXPECT_NE(problem.find("has a name of " + std::to_string(length) + " characters"), std::string::npos) << problem;
+    EXPECT_NE(problem.find("the limit is"), std::string::npos) << problem;
+  }
+  // At the limit the length is no problem (the renamed function may be one of its own).
+  for (const std::size_t length : {std::size_t{8}, max_linker_name_length}) {
+    const std::string problem = integrity_problem(Format::cubin, cubin_with_symbol_name(original, length));
+    EXPECT_EQ(problem.find("the limit is"), std::string::npos) << problem;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, HostileFormatChecks,
     ::testing::Values(
