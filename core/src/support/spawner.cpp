@@ -292,7 +292,10 @@ std::string_view to_string(ExecutableProblem problem) noexcept {
   return "unknown";
 }
 
-std::string ExecutableRefusal::message() const { return "refusing to run '" + path + "': it " + why; }
+std::string ExecutableRefusal::message() const {
+  // "it its directory ..." reads wrong (red-team note M2): a reason about its directory stands alone.
+  return "refusing to run '" + path + "': " + (why.rfind("its ", 0) == 0 ? why : "it " + why);
+}
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <string_view>
 
 #include "cujit/environment.hpp"
 #include "support/file_io.hpp"
@@ -65,8 +66,10 @@ OpenedLibrary open_library(const VendorLibrarySpec& spec, const LibraryRequest& 
     if (!refused) refused = check_trusted_file(request.path);
     if (refused) {
       ::close(fd);
-      return fail(refused->message() + " (a library cujit loads must be owned by root or this user and writable by "
-                                        "no one else)");
+      // Loaded code is executed code: the executable rule, said as a load.
+      std::string why = refused->message();
+      why.replace(0, std::string_view("refusing to run").size(), "refusing to load");
+      return fail(why + " (a library cujit loads must be owned by root or this user and writable by no one else)");
     }
     load = "/proc/self/fd/" + std::to_string(fd);
   }
