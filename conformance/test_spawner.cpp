@@ -263,68 +263,39 @@ TEST_F(HostileScriptInterpreter, ChainsEnvAndRelativeInterpreters) {
       }
     }
   }
-  for (const std::string& interpreter : {std::string("/usr/bin/env sh"), std::string("/usr/bin/env"),
-                                         std::string("sh"), std::string("bin/sh"), std::string(" /usr/bin/env  sh")}) {
+  for (const std::string& interpreter : {std::string("sh"), std::string("bin/sh"), std::string("/usr/bin/env"),
+                                         std::string("/usr/bin/env -S sh"), std::string("/usr/bin/env sh -e"),
+                                         std::string("/usr/bin/env no-such-program-anywhere")}) {
     const auto refused = check_and_run(script("via", interpreter));
     ASSERT_TRUE(refused) << interpreter;
     EXPECT_EQ(refused->problem, ExecutableProblem::untrusted_interpreter) << problem_text(refused);
   }
 }
 
-// The build tree of an installed program, a path fixed at build time, counts only while it
-// is the directory it was built as (red-team finding F4): every shape a gone tree's path
-// can be given by someone else is refused, the real tree and root's or the caller's links
-// above it are accepted.
-TEST(HostileBuildTreePath, OnlyTheDirectoryAsWrittenAndTrustedCounts) {
-  const PrivateDir dir;
-  const fs::path tree = dir.path() / "src" / "build";
-  fs::create_directories(tree);
-  ::chmod((dir.path() / "src").c_str(), 0755);
-  const auto as_written = [](const fs::path& path) { return detail::check_trusted_directory_as_written(path.string()); };
-  EXPECT_FALSE(as_written(tree)) << problem_text(as_written(tree));
-  // A link of this user's above the tree (as /home -> /data/home is root's) is fine.
-  fs::create_directory_symlink(dir.path() / "src", dir.path() / "linked-src");
-  EXPECT_FALSE(as_written(dir.path() / "linked-src" / "build"));
-  // The tree itself replaced by a link: to an ancestor of anything, to a real tree.
-  for (const fs::path& target : {fs::path("/"), fs::path("/usr"), dir.path(), fs::path(tree.string() + ".real")}) {
-    fs::remove_all(tree);
-    fs::create_directories(dir.path() / "src" / "build.real");
-    fs::create_directory_symlink(target, tree);
-    const auto refused = as_written(tree);
-    ASSERT_TRUE(refused) << target;
-    EXPECT_NE(refused->message().find("is a link"), std::string::npos) << refused->message();
-    fs::remove(tree);
-    fs::create_directory(tree);
-  }
-  // A directory on the way, or the tree, that others could write; sticky is enough on the
-  // way (others cannot replace our entries), not for the tree (they could add to it).
-  for (const mode_t mode : {0777, 0775, 0757, 01777}) {
-    for (const fs::path& part : {dir.path() / "src", tree}) {
-      ::chmod(part.c_str(), mode);
-      const auto refused = as_written(tree);
-      const bool sticky = (mode & S_ISVTX) != 0 && part != tree;
-      if (sticky) {
-        // A sticky directory keeps our entries ours: /tmp above a build tree is fine.
-        EXPECT_FALSE(refused) << part << " " << mode << ": " << problem_text(refused);
-      } else {
-        ASSERT_TRUE(refused) << part << " " << mode;
-        EXPECT_NE(refused->message().find(part.string()), std::string::npos) << refused->message();
-      }
-      ::chmod(part.c_str(), 0755);
+// #!/usr/bin/env NAME (pyenv's shims, for one): NAME is looked up on PATH as env will, and
+// checked; a PATH with an empty or relative entry (env would look in the working
+// directory) is refused, and so is what the lookup finds when others could change it.
+TEST_F(HostileScriptInterpreter, EnvLooksUpItsProgramAsCujitDoes) {
+  const std::string path = std::string(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "/usr/bin:/bin");
+  const fs::path program = script("via-env", "/usr/bin/env sh");
+  {
+    const ScopedVariable first("PATH", bin_.string() + ":" + path);
+    EXPECT_FALSE(check_and_run(program)) << "the power: a trusted sh first on PATH runs";
+    for (const mode_t bad : {0777, 0775, 0757}) {
+      ::chmod(interpreter_.c_str(), bad);
+      const auto refused = check_and_run(program);
+      ASSERT_TRUE(refused) << bad;
+      EXPECT_EQ(refused->problem, ExecutableProblem::untrusted_interpreter);
+      EXPECT_NE(refused->message().find(interpreter_.string()), std::string::npos) << refused->message();
     }
+    ::chmod(interpreter_.c_str(), 0755);
   }
-  if (::geteuid() == 0) {
-    for (const fs::path& part : {dir.path() / "src", tree}) {
-      ASSERT_EQ(::chown(part.c_str(), nobody, nobody), 0);
-      EXPECT_TRUE(as_written(tree)) << part << " of another user";
-      ASSERT_EQ(::chown(part.c_str(), 0, 0), 0);
-    }
-    // A link above the tree made by another user.
-    ASSERT_EQ(::lchown((dir.path() / "linked-src").c_str(), nobody, nobody), 0);
-    EXPECT_TRUE(as_written(dir.path() / "linked-src" / "build"));
+  for (const std::string& unsafe : {":" + path, path + ":", path + "::/usr/bin", "relative/bin:" + path}) {
+    const ScopedVariable with("PATH", unsafe);
+    const auto refused = check_and_run(program);
+    ASSERT_TRUE(refused) << unsafe;
+    EXPECT_NE(refused->message().find("empty or relative entry"), std::string::npos) << refused->message();
   }
-  EXPECT_TRUE(as_written(dir.path() / "gone" / "build")) << "a gone tree is not this program's";
-  EXPECT_TRUE(as_written("relative/build"));
 }
 
 TEST(ChildProcess, InputOutputAndEnvironment) {

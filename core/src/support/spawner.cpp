@@ -299,10 +299,14 @@ std::string ExecutableRefusal::message() const {
 
 namespace {
 
-// The interpreter a #! line names (its first word), or "" when the file is not a script.
-// Read through the checked descriptor, so it is the file that was checked; a file this
-// process cannot read is no script it could run either (the interpreter must read it).
-std::string script_interpreter(const TrustedExecutable& checked) {
+// What a #! line names: its interpreter (first word) and the one argument the kernel passes
+// it (the rest of the line, trimmed); empty when the file is not a script. Read through the
+// checked descriptor, so it is the file that was checked; a file this process cannot read
+// is no script it could run either (the interpreter must read it).
+struct Shebang {
+  std::string interpreter, argument;
+};
+Shebang script_interpreter(const TrustedExecutable& checked) {
   const std::string reopen = "/proc/self/fd/" + std::to_string(checked.fd.get());
   UniqueFd file(::open(reopen.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (file.get() < 0) return {};
@@ -313,16 +317,37 @@ std::string script_interpreter(const TrustedExecutable& checked) {
     got = ::read(file.get(), head, sizeof head);
   } while (got < 0 && errno == EINTR);
   if (got < 2 || head[0] != '#' || head[1] != '!') return {};
-  const std::string_view line(head + 2, static_cast<std::size_t>(got) - 2);
-  const std::size_t start = line.find_first_not_of(" \t");
-  if (start == std::string_view::npos) return {};
-  const std::size_t end = line.find_first_of(" \t\n", start);
-  return std::string(line.substr(start, end == std::string_view::npos ? line.size() - start : end - start));
+  std::string_view line(head + 2, static_cast<std::size_t>(got) - 2);
+  line = line.substr(0, line.find('\n'));
+  const auto trim = [](std::string_view text) {
+    const std::size_t start = text.find_first_not_of(" \t");
+    if (start == std::string_view::npos) return std::string_view();
+    return text.substr(start, text.find_last_not_of(" \t") - start + 1);
+  };
+  line = trim(line);
+  const std::size_t end = line.find_first_of(" \t");
+  if (end == std::string_view::npos) return {std::string(line), {}};
+  return {std::string(line.substr(0, end)), std::string(trim(line.substr(end)))};
+}
+
+// Whether every PATH entry is an absolute directory: then env(1)'s lookup of a name is the
+// one find_on_path makes (an empty or relative entry is the working directory to env).
+bool path_entries_absolute() {
+  const char* value = std::getenv("PATH");
+  if (value == nullptr) return true;
+  const std::string path = value;
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    if (end == start || path[start] != '/') return false;
+    start = end + 1;
+  }
+  return true;
 }
 
 std::optional<ExecutableRefusal> check_interpreters(const std::string& given, const TrustedExecutable& checked,
                                                     int depth) {
-  const std::string interpreter = script_interpreter(checked);
+  const Shebang line = script_interpreter(checked);
+  const std::string& interpreter = line.interpreter;
   if (interpreter.empty()) return std::nullopt;
   auto refused_by = [&](const std::string& why) {
     return refusal(ExecutableProblem::untrusted_interpreter, given, "is a script whose #! interpreter '" +
@@ -330,12 +355,31 @@ std::optional<ExecutableRefusal> check_interpreters(const std::string& given, co
   };
   if (depth >= 4) return refused_by("is a script too (more than 4 levels)");
   if (interpreter.front() != '/') return refused_by("is not an absolute path");
-  if (std::filesystem::path(interpreter).filename() == "env") {
-    return refused_by("looks its program up on PATH, unchecked (name the interpreter's path instead)");
-  }
   TrustedExecutable next;
   if (auto refused = check_path(interpreter, Want::executable, &next)) return refused_by("is refused: it " + refused->why);
-  return check_interpreters(given, next, depth + 1);
+  if (auto refused = check_interpreters(given, next, depth + 1)) return refused;
+  if (std::filesystem::path(interpreter).filename() != "env") return std::nullopt;
+  // #!/usr/bin/env NAME: env looks NAME up on PATH when it runs, so NAME is looked up here
+  // the same way and checked; what cujit cannot tell env's lookup from is refused.
+  const std::string& name = line.argument;
+  if (name.empty() || name.front() == '-' || name.find_first_of(" \t") != std::string::npos) {
+    return refused_by("is given '" + name + "', not one program name (env's options are not followed)");
+  }
+  std::string program = name;
+  if (name.find('/') == std::string::npos) {
+    if (!path_entries_absolute()) {
+      return refused_by("looks '" + name + "' up on a PATH with an empty or relative entry (the working directory)");
+    }
+    program = find_on_path(name);
+    if (program.empty()) return refused_by("finds no '" + name + "' on PATH");
+  } else if (name.front() != '/') {
+    return refused_by("is given the relative path '" + name + "'");
+  }
+  TrustedExecutable found;
+  if (auto refused = check_path(program, Want::executable, &found)) {
+    return refused_by("runs '" + program + "', which is refused: it " + refused->why);
+  }
+  return check_interpreters(given, found, depth + 1);
 }
 
 }  // namespace

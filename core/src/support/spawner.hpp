@@ -11,8 +11,9 @@
 //   A file that fails is an ExecutableRefusal naming the path and why; it never runs.
 //   A script (#!) is run by the kernel through its interpreter, so the interpreter named on
 //   its #! line passes the same check (and its own, up to 4 levels, as the kernel allows);
-//   one that looks its program up on PATH (/usr/bin/env) is refused, since that lookup
-//   ignores cujit's rules (red-team finding F16).
+//   for #!/usr/bin/env NAME, NAME is looked up on PATH as env will (only a PATH of absolute
+//   entries: env would try the working directory for an empty one) and checked too
+//   (red-team finding F16).
 // - From an argument vector, never through a shell; every descriptor cujit opens for it is
 //   close-on-exec, so nothing leaks into it or into children started at the same time.
 // - Optional limits: a deadline after which it is killed (SIGKILL), a cap on its captured
