@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "output.hpp"
+#include "paths.hpp"
 #include "shard_record.hpp"
 #include "spawn.hpp"
 
@@ -81,6 +82,7 @@ std::vector<AreaSuite> ctest_areas(const std::filesystem::path& build) {
   std::error_code error;
   // The ctest of the CMake that configured this build reads its CTestTestfile.cmake best.
   const std::string ctest = std::filesystem::is_regular_file(CUJIT_CLI_CTEST, error) ? CUJIT_CLI_CTEST : "ctest";
+  require_trusted_ctest_files(build);
   ChildSpec child = child_spec({ctest, "--show-only=json-v1", "--test-dir", build.string()});
   child.out = child.err = Sink::capture;
   std::string listing;

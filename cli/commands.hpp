@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,12 @@ struct ReproOptions {
   std::vector<std::string> command;
   // Run the scenario in this process rather than in an isolated child.
   bool in_process = false;
+  // Limits of the isolated child (red-team finding F8: a 914-byte scenario ran forever):
+  // killed after time_limit_s seconds of wall time, and RLIMIT_CPU of as many seconds; with
+  // memory_limit_mib > 0, RLIMIT_AS of that many MiB. 0: no such limit. Off by default for
+  // memory, since the CUDA driver reserves far more address space than it uses.
+  unsigned time_limit_s = 600;
+  std::uint64_t memory_limit_mib = 0;
   // Internal: the isolated child reports its progress on this descriptor (-1: none).
   int progress_fd = -1;
   // Run the scenario's replays through upstream stacks (--no-replays: cujit's verdict only).

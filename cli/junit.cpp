@@ -2,6 +2,8 @@
 
 #include <map>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "input_file.hpp"
 #include "output.hpp"
@@ -9,14 +11,29 @@
 namespace cujit::cli {
 namespace {
 
-std::string unescape(std::string text) {
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"&quot;", "\""}, {"&apos;", "'"},
-                                 {"&lt;", "<"}, {"&gt;", ">"}, {"&#x0A;", " "}, {"&#x0D;", " "}, {"&amp;", "&"}}) {
-    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-      text.replace(at, from.size(), to);
+// One pass, left to right: each entity is replaced where it starts, never searched for again
+// (replacing in place moved the rest of the text per entity: a 2.5 MB message of "&lt;"
+// took 21 s, red-team finding F10). "&amp;lt;" stays "&lt;", as XML says.
+std::string unescape(std::string_view text) {
+  static constexpr std::pair<std::string_view, char> entities[] = {
+      {"&quot;", '"'}, {"&apos;", '\''}, {"&lt;", '<'}, {"&gt;", '>'}, {"&#x0A;", ' '}, {"&#x0D;", ' '}, {"&amp;", '&'}};
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t at = 0; at < text.size();) {
+    bool replaced = false;
+    if (text[at] == '&') {
+      for (const auto& [entity, character] : entities) {
+        if (text.substr(at, entity.size()) == entity) {
+          out += character;
+          at += entity.size();
+          replaced = true;
+          break;
+        }
+      }
     }
+    if (!replaced) out += text[at++];
   }
-  return text;
+  return out;
 }
 
 std::string escape(const std::string& text) {
@@ -44,7 +61,7 @@ std::string attribute(const std::string& element, const std::string& name) {
   const std::size_t start = element.find(key);
   if (start == std::string::npos) return {};
   const std::size_t from = start + key.size();
-  return unescape(element.substr(from, element.find('"', from) - from));
+  return unescape(std::string_view(element).substr(from, element.find('"', from) - from));
 }
 
 }  // namespace

@@ -130,6 +130,13 @@ int run_command_line(int argc, char** argv) {
                       "Run every scenario file of a directory (default: the source tree's scenarios/repro) into one verdict table");
   repro_cmd->add_flag("--stacks", repro_options.stacks, "With --all: add a column per upstream stack (its replays)");
   repro_cmd->add_option("--out", repro_options.out_dir, "With --all: write verdicts.md, verdicts.json and logs/ here");
+  repro_cmd->add_option("--time-limit", repro_options.time_limit_s,
+                        "Seconds the isolated child may run (wall and CPU time) before it is killed; 0: no limit "
+                        "(default 600)")
+      ->check(CLI::Range(0u, 86400u));
+  repro_cmd->add_option("--memory-limit", repro_options.memory_limit_mib,
+                        "MiB of address space the isolated child may map (RLIMIT_AS); 0: no limit (default 0: the "
+                        "CUDA driver reserves far more than it uses)");
   // Internal: how the isolated child reports progress to its parent.
   repro_cmd->add_option("--progress-fd", repro_options.progress_fd)->check(CLI::Range(3, 9))->group("");
 

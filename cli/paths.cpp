@@ -21,8 +21,13 @@ std::filesystem::path self_path() {
 // Whether this program is the one built in CUJIT_CLI_BUILD_DIR (or another program of that
 // tree): decided by where it is, never by which of several paths happens to exist, since
 // the build tree of an installed cujit may be gone and its paths anyone's to fill.
+// The build tree counts only while it is the directory CMake made, as written, owned by
+// root or this user in directories of the same kind: a gone tree whose path another user
+// recreated, or that someone replaced by a link to an ancestor of an installed cujit, is
+// not this program's (red-team finding F4).
 bool in_build_tree() {
   static const bool inside = [] {
+    if (detail::check_trusted_directory_as_written(CUJIT_CLI_BUILD_DIR)) return false;
     std::error_code error;
     const std::filesystem::path root = std::filesystem::canonical(CUJIT_CLI_BUILD_DIR, error);
     if (error) return false;
@@ -73,6 +78,27 @@ void require_trusted_script(const std::filesystem::path& script) {
   std::optional<detail::ExecutableRefusal> refused = detail::check_trusted_file(script.string());
   if (!refused) refused = detail::check_trusted_tree(script.parent_path().string());
   if (refused) throw CliError(refused->message());
+}
+
+void require_trusted_ctest_files(const std::filesystem::path& build) {
+  // CTest evaluates CTestTestfile.cmake (CMake code) and every file it includes (the test
+  // lists of gtest_discover_tests, *_tests.cmake and *_include.cmake beside it): each is code
+  // cujit makes CTest run, checked as a script is (red-team finding F5).
+  std::optional<detail::ExecutableRefusal> refused = detail::check_trusted_directory(build.string());
+  std::error_code error;
+  std::filesystem::recursive_directory_iterator it(build, std::filesystem::directory_options::none, error), end;
+  for (; !refused && !error && it != end; it.increment(error)) {
+    const std::filesystem::path& path = it->path();
+    if (it->is_symlink(error) && path.filename() == "CTestTestfile.cmake") {
+      refused = detail::ExecutableRefusal{detail::ExecutableProblem::not_regular, path.string(), "is a link"};
+    } else if (path.extension() == ".cmake" && it->is_regular_file(error)) {
+      refused = detail::check_trusted_file(path.string());
+      if (!refused) refused = detail::check_trusted_directory(path.parent_path().string());
+    }
+  }
+  if (refused) throw CliError(refused->message() + " (CTest would run it: the build tree's CMake files must be "
+                                                   "owned by root or this user and writable by no one else)");
+  if (error) throw CliError("cannot list the build tree " + shown(build.string()) + ": " + error.message());
 }
 
 std::filesystem::path fixture_dir() { return build_dir() / "scenarios" / "fixtures"; }

@@ -22,9 +22,14 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <string_view>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -84,9 +89,24 @@ void progress(int fd, const std::string& line) {
 // --in-process alone), CUJIT_TEST_REPRO_CRASH=SIGSEGV (or SIGFPE, SIGABRT, SIGBUS, SIGILL)
 // makes the child die of that signal where a vendor library would, so that the
 // conformance suite can show a real crash becoming a verdict.
+// The same seam's runaway values, for the child's limits (--time-limit, --memory-limit):
+// "hang" sleeps, "spin" burns CPU, "allocate" maps and touches memory, each forever.
 void test_seam_crash() {
   const char* value = std::getenv("CUJIT_TEST_REPRO_CRASH");
   if (value == nullptr || *value == '\0') return;
+  const std::string_view runaway(value);
+  if (runaway == "hang" || runaway == "spin" || runaway == "allocate") {
+    std::cerr << "cujit repro: test seam CUJIT_TEST_REPRO_CRASH: " << runaway << " forever" << std::endl;
+    std::vector<std::unique_ptr<char[]>> held;
+    std::atomic<unsigned long> turns{0};  // an atomic step: a loop that makes progress
+    for (;; turns.fetch_add(1, std::memory_order_relaxed)) {
+      if (runaway == "hang") ::pause();
+      if (runaway == "allocate") {
+        held.emplace_back(new char[64 << 20]);
+        std::memset(held.back().get(), 1, 64 << 20);
+      }
+    }
+  }
   const int signal = signal_number(value);
   if (signal != SIGSEGV && signal != SIGFPE && signal != SIGABRT && signal != SIGBUS && signal != SIGILL) return;
   std::cerr << "cujit repro: test seam CUJIT_TEST_REPRO_CRASH: raising " << signal_name(signal) << std::endl;
@@ -218,6 +238,11 @@ int run_isolated(const ReproOptions& options) {
   child.argv.insert(child.argv.end(), {"--", options.scenario});
   child.err = Sink::capture;
   child.report_fd = child_progress_fd;
+  if (options.time_limit_s > 0) {
+    child.timeout_ms = static_cast<int>(options.time_limit_s) * 1000;
+    child.cpu_limit_seconds = options.time_limit_s;
+  }
+  child.memory_limit_bytes = options.memory_limit_mib * 1024 * 1024;
   Tail errors(4096), steps(4096);
   const ChildExit exit = run_child(child, [&](Stream stream, std::string_view text) {
     if (stream == Stream::report) {
@@ -230,7 +255,9 @@ int run_isolated(const ReproOptions& options) {
   if (!exit.started()) throw CliError("repro: cannot run the scenario in a child process: " + describe(exit));
   const std::string doing = steps.last_line();
   if (exit.exited() && doing == finished) return exit.exit_code;
-  std::cerr << "cujit repro: the process running scenario " << shown(scenario.name) << " " << describe(exit) << "\n";
+  std::cerr << "cujit repro: the process running scenario " << shown(scenario.name) << " " << describe(exit);
+  if (exit.timed_out || exit.signal == SIGXCPU) std::cerr << " (--time-limit " << options.time_limit_s << " s)";
+  std::cerr << "\n";
   print_crash(options, scenario, exit, doing, last_lines(errors.text(), 20));
   return exit_crashed;
 }

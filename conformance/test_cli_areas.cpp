@@ -6,10 +6,15 @@
 // list in the command knows.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "areas.hpp"
 #include "cli_test_support.hpp"
@@ -192,6 +197,63 @@ TEST(CliAreas, UnbuiltOrUnknownAreaIsExit2NamingIt) {
   EXPECT_EQ(unknown.exit_code, 2) << unknown.all();
   EXPECT_NE(unknown.err.find("--area 'formats'"), std::string::npos) << unknown.all();
   EXPECT_NE(unknown.err.find("format, later"), std::string::npos) << unknown.all();
+}
+
+// CTest evaluates the build tree's CMake files (CTestTestfile.cmake and what it includes):
+// each that someone else could change - writable by group or others, in a directory they
+// could write, or (as root) owned by another user - is refused before ctest runs, exit 2
+// naming it, and the code in it never runs (red-team finding F5: CUJIT_BUILD_DIR of another
+// user's tree ran its CTestTestfile.cmake as root).
+TEST(HostileCliAreas, ACTestFileOthersCouldChangeIsRefusedAndNeverRuns) {
+  struct Damage {
+    std::string name;
+    std::function<void(const fs::path& build, const fs::path& file)> apply;
+  };
+  std::vector<Damage> damages{
+      {"file 0666", [](const fs::path&, const fs::path& file) { ::chmod(file.c_str(), 0666); }},
+      {"file 0664", [](const fs::path&, const fs::path& file) { ::chmod(file.c_str(), 0664); }},
+      {"directory 0777", [](const fs::path&, const fs::path& file) { ::chmod(file.parent_path().c_str(), 0777); }},
+      {"build 0775", [](const fs::path& build, const fs::path&) { ::chmod(build.c_str(), 0775); }},
+  };
+  if (::geteuid() == 0) {
+    damages.push_back({"file of uid 65534", [](const fs::path&, const fs::path& file) {
+                         ASSERT_EQ(::chown(file.c_str(), 65534, 65534), 0);
+                       }});
+  }
+  for (const std::string where : {"CTestTestfile.cmake", "conformance/CTestTestfile.cmake",
+                                  "conformance/conformance_format[1]_tests.cmake"}) {
+    for (const Damage& damage : damages) {
+      TempDir dir;
+      const fs::path build = test::cli::make_fake_build(dir.path(), {"format"});
+      const fs::path marker = dir.path() / "ran";
+      const fs::path file = build / where;
+      const std::string code = "execute_process(COMMAND touch \"" + marker.string() + "\")\n";
+      if (where == "CTestTestfile.cmake") {
+        std::ofstream(file, std::ios::app) << code;
+      } else {
+        std::ofstream(build / "CTestTestfile.cmake", std::ios::app)
+            << (where.find("_tests") != std::string::npos ? "include(\"" + file.string() + "\")\n"
+                                                          : "subdirs(\"conformance\")\n");
+        std::ofstream(file) << code;
+      }
+      ::chmod(file.c_str(), 0644);
+      // The power: untouched, ctest runs the planted code.
+      Spec clean = with_args({"conformance", "--list"});
+      clean.env = {{"CUJIT_BUILD_DIR", build.string()}};
+      const auto ran = run_cujit(clean);
+      EXPECT_EQ(ran.exit_code, 0) << where << "\n" << ran.all();
+      EXPECT_TRUE(fs::exists(marker)) << where << ": the planted code did not run, so this test shows nothing";
+      fs::remove(marker);
+      damage.apply(build, file);
+      const auto refused = run_cujit(clean);
+      EXPECT_EQ(refused.exit_code, 2) << where << ", " << damage.name << "\n" << refused.all();
+      EXPECT_NE(refused.err.find("refusing to run '"), std::string::npos) << where << ", " << damage.name << "\n"
+                                                                           << refused.all();
+      EXPECT_FALSE(fs::exists(marker)) << where << ", " << damage.name << ": CTest ran the planted code";
+      ::chmod(build.c_str(), 0755);
+      ::chmod(file.parent_path().c_str(), 0755);
+    }
+  }
 }
 
 }  // namespace

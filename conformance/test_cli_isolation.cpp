@@ -62,6 +62,48 @@ TEST_P(HostileCliReproCrash, CrashInTheChildIsAJsonVerdict) {
 INSTANTIATE_TEST_SUITE_P(Signals, HostileCliReproCrash, ::testing::Values("SIGSEGV", "SIGFPE", "SIGABRT"),
                          [](const auto& named) { return named.param; });
 
+// A child that never ends - asleep, burning CPU, or mapping memory - is killed at the
+// child's limits (--time-limit, --memory-limit; red-team finding F8: a 914-byte scenario ran
+// forever) and is a crash verdict, exit 3, naming how it ended; the runner lives.
+TEST(HostileCliReproRunaway, EveryRunawayChildIsKilledAtItsLimit) {
+  struct Case {
+    std::string runaway;
+    std::vector<std::string> limits;
+    std::vector<std::string> endings;  // one of these in the verdict
+  };
+  const std::vector<Case> cases{
+      {"hang", {"--time-limit", "2"}, {"timed out and was killed"}},
+      {"spin", {"--time-limit", "2"}, {"timed out and was killed", "SIGXCPU"}},
+      {"allocate", {"--memory-limit", "512", "--time-limit", "60"}, {"std::bad_alloc", "SIGABRT", "SIGSEGV", "SIGKILL"}},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    std::vector<std::string> args{"repro"};
+    args.insert(args.end(), c.limits.begin(), c.limits.end());
+    const auto run = run_cujit(repro_spec(dir.path(), args, c.runaway));
+    EXPECT_EQ(run.signal, 0) << c.runaway << ": the runner itself died";
+    EXPECT_EQ(run.exit_code, 3) << c.runaway << "\n" << run.all();
+    EXPECT_NE(run.out.find("verdict: "), std::string::npos) << run.all();
+    bool named = false;
+    for (const std::string& ending : c.endings) named = named || run.all().find(ending) != std::string::npos;
+    EXPECT_TRUE(named) << c.runaway << "\n" << run.all();
+    EXPECT_NE(run.all().find(c.runaway + " forever"), std::string::npos) << "the seam ran: " << run.all();
+  }
+}
+
+// An out-of-range limit is a usage error (exit 2) naming the option.
+TEST(HostileCliReproRunaway, ALimitOutOfRangeIsAUsageError) {
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--time-limit", "86401"}, {"--time-limit", "x"}, {"--memory-limit", "x"}}) {
+    TempDir dir;
+    std::vector<std::string> args{"repro"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto run = run_cujit(repro_spec(dir.path(), args, ""));
+    EXPECT_EQ(run.exit_code, 2) << bad[0] << " " << bad[1] << "\n" << run.all();
+    EXPECT_NE(run.all().find(bad[0]), std::string::npos) << run.all();
+  }
+}
+
 // The seam acts only in the isolated child: --in-process ignores it, so a stray variable
 // cannot crash a run that asked for no isolation.
 TEST(HostileCliReproSeam, InProcessRunIgnoresTheSeam) {

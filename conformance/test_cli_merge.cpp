@@ -22,6 +22,10 @@
 #include <random>
 #include <set>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "cli_test_support.hpp"
 #include "junit.hpp"
 #include "shard_record.hpp"
@@ -585,6 +589,62 @@ TEST_F(CliMergeGenerated, AnEmptySelectionIsExit2ForAnyNumberOfShards) {
     EXPECT_NE(merged.out.find("no test is selected"), std::string::npos) << merged.all();
     EXPECT_EQ(verdict_in(root / "merged").value("verdict", ""), "fail");
   }
+}
+
+// Messages read back from JUnit XML: random text of every escaped character, written by
+// write_junit and read by read_junit, comes back as it was (newlines as spaces), entities
+// decoded once ("&amp;lt;" is "&lt;").
+TEST(HostileJUnit, EscapedMessagesOfEveryCharacterComeBackOnce) {
+  std::mt19937 random(31);
+  TempDir dir;
+  const std::string alphabet = "<>&\"'\n\rab;#x0A";
+  for (int round = 0; round < 200; ++round) {
+    std::string message(random() % 64, ' ');
+    for (char& c : message) c = alphabet[random() % alphabet.size()];
+    cli::TestCase failed;
+    failed.suite = "S";
+    failed.name = "t" + std::to_string(round);
+    failed.result = cli::Result::failed;
+    failed.message = message;
+    cli::write_junit(dir.path() / "r.xml", {failed});
+    const auto cases = cli::read_junit(dir.path() / "r.xml");
+    ASSERT_EQ(cases.size(), 1u);
+    std::string expected = message;
+    std::replace(expected.begin(), expected.end(), '\n', ' ');
+    std::replace(expected.begin(), expected.end(), '\r', ' ');
+    EXPECT_EQ(cases.front().message, expected) << "round " << round;
+  }
+  const auto decoded = cli::parse_junit("<testcase name=\"a&amp;lt;b\" classname=\"&lt;&amp;&gt;\"/>");
+  ASSERT_EQ(decoded.size(), 1u);
+  EXPECT_EQ(decoded.front().name, "a&lt;b");
+  EXPECT_EQ(decoded.front().suite, "<&>");
+}
+
+// A skip message of 6,000,000 entities (24 MB) is read in a child under a 60 s CPU limit
+// (red-team finding F10: decoding entities in place was quadratic, 2.5 MB took 21 s, so
+// this size took about half an hour; one pass takes well under a second). The CPU limit is
+// a bound on the work, as a ctest TIMEOUT would be, not a timing assertion.
+TEST(HostileJUnit, AMessageOfMillionsOfEntitiesIsReadInLinearWork) {
+  constexpr std::size_t entities = 6'000'000;
+  std::string xml = "<testsuites><testsuite><testcase name=\"t\" classname=\"s\" result=\"skipped\">"
+                    "<skipped message=\"";
+  xml.reserve(xml.size() + 4 * entities + 64);
+  for (std::size_t i = 0; i < entities; ++i) xml += "&lt;";
+  xml += "\"/></testcase></testsuite></testsuites>";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const rlimit cpu{60, 60};
+    ::setrlimit(RLIMIT_CPU, &cpu);
+    const auto cases = cli::parse_junit(xml);
+    const bool right = cases.size() == 1 && cases.front().message == std::string(entities, '<');
+    ::_exit(right ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status)
+                                     << " (SIGXCPU: the decoding is not linear)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the message did not come back as 6,000,000 '<'";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "cujit/format.hpp"
 #include "support/fixtures.hpp"
+#include "support/long_names.hpp"
 
 namespace cujit {
 namespace {
@@ -376,6 +377,61 @@ TEST(HostileFormatChecks, EveryFunctionRelocationTypeAgainstANonFunctionIsRefuse
   }
   // The relocation as nvcc wrote it is sound (the check does not refuse by position).
   EXPECT_EQ(integrity_problem(Format::cubin, original), "");
+}
+
+// Every PTX field that holds a name, at the limit and one character over it (red-team
+// finding F18): over it is refused naming the line and the limit, at it is sound. That
+// nvJitLink survives names at the limit is HostileLinkerLog.NamesAtTheLimitLinkInEveryField.
+TEST(HostileFormatChecks, APtxNameOverTheLimitIsRefusedInEveryField) {
+  const auto at_limit = test::long_name_ptx(max_linker_name_length);
+  const auto over = test::long_name_ptx(max_linker_name_length + 1);
+  ASSERT_EQ(at_limit.size(), over.size());
+  for (std::size_t i = 0; i < over.size(); ++i) {
+    EXPECT_EQ(detect_format(over[i].ptx), Format::ptx) << over[i].field;
+    EXPECT_EQ(integrity_problem(Format::ptx, at_limit[i].ptx), "") << at_limit[i].field;
+    const std::string problem = integrity_problem(Format::ptx, over[i].ptx);
+    EXPECT_NE(problem.find("characters ('"), std::string::npos) << over[i].field << ": " << problem;
+    EXPECT_NE(problem.find("the limit is " + std::to_string(max_linker_name_length)), std::string::npos)
+        << over[i].field << ": " << problem;
+    EXPECT_LT(problem.size(), 300u) << "the message shows the name's start only";
+  }
+  // Comments are not handed to nvJitLink's name handling: a long comment word is sound.
+  const std::string commented = at_limit[0].ptx + "// " + std::string(4 * max_linker_name_length, 'c') +
+                                "\n/* " + std::string(4 * max_linker_name_length, 'c') + " */\n";
+  EXPECT_EQ(integrity_problem(Format::ptx, commented), "");
+}
+
+// scale_kernel.cubin with its last symbol renamed to `length` characters: the string table
+// moved to the end of the file, grown by the name.
+std::string cubin_with_symbol_name(std::string b, std::size_t length) {
+  const std::size_t strtab = damage::section_header(b, ".strtab");
+  std::string table = b.substr(damage::get(b, strtab + 24, 8), damage::get(b, strtab + 32, 8));
+  const std::size_t name_at = table.size();
+  table += std::string(length, 'n') + '\0';
+  const std::size_t moved_to = b.size();
+  b += table;
+  damage::put(b, strtab + 24, 8, moved_to);
+  damage::put(b, strtab + 32, 8, table.size());
+  const std::size_t symtab = damage::section_header(b, ".symtab");
+  const std::size_t last = damage::get(b, symtab + 24, 8) + damage::get(b, symtab + 32, 8) - 24;
+  damage::put(b, last, 4, name_at);
+  return b;
+}
+
+// Cubin symbol names too (red-team finding F18's class): over the limit refused naming the
+// symbol and the limit; at the limit the length is not what is refused.
+TEST(HostileFormatChecks, ACubinSymbolNameOverTheLimitIsRefused) {
+  const std::string original = read_bytes(fixture_path("scale_kernel.cubin"));
+  for (const std::size_t length : {max_linker_name_length + 1, 2 * max_linker_name_length, std::size_t{5'000'000}}) {
+    const std::string problem = integrity_problem(Format::cubin, cubin_with_symbol_name(original, length));
+    EXPECT_NE(problem.find("has a name of " + std::to_string(length) + " characters"), std::string::npos) << problem;
+    EXPECT_NE(problem.find("the limit is"), std::string::npos) << problem;
+  }
+  // At the limit the length is no problem (the renamed function may be one of its own).
+  for (const std::size_t length : {std::size_t{8}, max_linker_name_length}) {
+    const std::string problem = integrity_problem(Format::cubin, cubin_with_symbol_name(original, length));
+    EXPECT_EQ(problem.find("the limit is"), std::string::npos) << problem;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

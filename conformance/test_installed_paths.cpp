@@ -158,23 +158,74 @@ TEST_F(Installed, InstalledWorkerRunsAndAnUntrustedOneIsRefused) {
   const ProcessRun trusted = run({probe.string()});
   EXPECT_EQ(markers(), "installed-worker\n") << trusted.out;
   fs::remove(marker_);
+  // A refused worker is never run, and the compile goes on in-process with one warning
+  // naming it (red-team finding F1: failing every compile let whoever planted one stop
+  // every build).
   for (const mode_t bad : {0775, 0757, 0777}) {
     ::chmod(installed_worker().c_str(), bad);
     const ProcessRun refused = run({probe.string()});
-    EXPECT_NE(refused.out.find("refused="), std::string::npos) << refused.out;
-    EXPECT_NE(refused.out.find("refusing to run '" + installed_worker().string() + "'"), std::string::npos)
+    EXPECT_NE(refused.out.find("cujit: warning: refusing to run '" + installed_worker().string() + "'"),
+              std::string::npos)
         << refused.out;
-    EXPECT_NE(refused.out.find("(kind io)"), std::string::npos) << refused.out;
+    EXPECT_NE(refused.out.find("worker=none"), std::string::npos) << refused.out;
+    EXPECT_NE(refused.out.find("\ncompiled\n"), std::string::npos) << refused.out;
   }
   ::chmod(installed_worker().c_str(), 0755);
   if (::geteuid() == 0) {
     ASSERT_EQ(::chown(installed_worker().c_str(), 65534, 65534), 0);
     const ProcessRun foreign = run({probe.string()});
     EXPECT_NE(foreign.out.find("owned by uid 65534"), std::string::npos) << foreign.out;
+    EXPECT_NE(foreign.out.find("\ncompiled\n"), std::string::npos) << foreign.out;
   }
   EXPECT_EQ(markers(), "") << "a refused worker ran";
   fs::remove(installed_worker());
   fs::rename(saved, installed_worker());
+}
+
+// Any program linking libcujit.a looks for <its dir>/../libexec/cujit (red-team finding F1:
+// a program in /tmp/<d>/ took /tmp/libexec/cujit, which any user can make): a worker there
+// counts only when its directory and every one above are owned by root or this user and
+// writable by no one else. Each way another user could have made it leaves the worker
+// unchosen and unrun, and the program compiles in-process; a prefix of the caller's own is
+// chosen (the tests' power).
+TEST(HostileProgramsOutsideAnInstall, AWorkerOthersCouldHavePlantedBesideAProgramIsNeverTaken) {
+  struct Plant {
+    std::string name;
+    mode_t libexec_mode, cujit_mode;
+    uid_t owner;  // of libexec/cujit (root only: another user)
+  };
+  std::vector<Plant> plants{{"libexec/cujit 0777", 0755, 0777, ::geteuid()},
+                            {"libexec/cujit 0775", 0755, 0775, ::geteuid()},
+                            {"libexec 0777", 0777, 0755, ::geteuid()},
+                            {"libexec 1777 (sticky)", 01777, 0777, ::geteuid()}};
+  if (::geteuid() == 0) plants.push_back({"libexec/cujit of uid 65534", 0755, 0755, 65534});
+  for (const Plant& plant : plants) {
+    TempDir root;
+    ::chmod(root.path().c_str(), 0755);
+    const fs::path program = root.path() / "d" / "program";
+    fs::create_directories(program.parent_path());
+    fs::copy_file(build_probe, program);
+    const fs::path worker = root.path() / "libexec" / "cujit" / "cujit-compile-worker";
+    const fs::path marker = root.path() / "marker";
+    fs::create_directories(worker.parent_path());
+    write_marker_program(worker, marker, "planted");
+    ::chmod(worker.parent_path().parent_path().c_str(), 0755);
+    ::chmod(worker.parent_path().c_str(), 0755);
+    // The power: made by this user in directories only it can write, the worker is chosen.
+    const ProcessRun own = run({program.string()});
+    EXPECT_NE(own.out.find("candidate=" + worker.string()), std::string::npos) << own.out;
+    fs::remove(marker);
+    ::chmod(worker.parent_path().parent_path().c_str(), plant.libexec_mode);
+    ::chmod(worker.parent_path().c_str(), plant.cujit_mode);
+    ASSERT_EQ(::chown(worker.parent_path().c_str(), plant.owner, static_cast<gid_t>(-1)), 0);
+    const ProcessRun planted = run({program.string()});
+    EXPECT_EQ(planted.out.find("candidate=" + worker.string()), std::string::npos) << plant.name << "\n" << planted.out;
+    EXPECT_NE(planted.out.find("\ncompiled\n"), std::string::npos) << plant.name << "\n" << planted.out;
+    EXPECT_FALSE(fs::exists(marker)) << plant.name << ": the planted worker ran";
+    ::chown(worker.parent_path().c_str(), ::geteuid(), static_cast<gid_t>(-1));
+    ::chmod(worker.parent_path().c_str(), 0755);
+    ::chmod(worker.parent_path().parent_path().c_str(), 0755);
+  }
 }
 
 TEST_F(Installed, CommandNeedingABuildTreeSaysSoAndRunsNothingPlanted) {

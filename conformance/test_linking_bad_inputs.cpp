@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <csignal>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "cujit/linker.hpp"
 #include "support/fixtures.hpp"
 #include "support/linking.hpp"
+#include "support/long_names.hpp"
 #include "support/printers.hpp"
 // The nvJitLink session's testing seam; self-contained, included by its path (this
 // executable does not see core/src).
@@ -95,6 +97,60 @@ TEST(HostileLinkerLog, AnUnresolvedSymbolOfAnyLengthIsNamed) {
     ASSERT_EQ(error.unresolved_symbols().size(), 1u) << error.message().substr(0, 300);
     EXPECT_EQ(error.unresolved_symbols().front(), symbol);
   }
+}
+
+// The assumption behind cujit's name limit (max_linker_name_length, red-team finding F18):
+// nvJitLink links a name at the limit in every PTX field, the undefined one with an input
+// name at the limit too (both in one log message), on a thread with 512 KiB of stack (it
+// recurses over a name: 150,000 characters killed a 256 KiB thread). A crash ends this test.
+TEST(HostileLinkerLog, NamesAtTheLimitLinkInEveryField) {
+  const std::string input_name = "i" + std::string(max_linker_name_length - 1, 'x');
+  for (const test::LongNamePtx& input : test::long_name_ptx(max_linker_name_length)) {
+    std::string outcome;
+    auto link = [&] {
+      try {
+        Linker linker(test::link_options(LinkerBackend::nvjitlink, false));
+        linker.add(LinkableCode::ptx(input.ptx, input.links ? input.field + ".ptx" : input_name));
+        (void)linker.link();
+        outcome = "linked";
+      } catch (const LinkError&) {
+        outcome = "link error";
+      } catch (const Error& error) {
+        outcome = "error: " + error.message().substr(0, 200);
+      }
+    };
+    pthread_attr_t attributes;
+    ASSERT_EQ(::pthread_attr_init(&attributes), 0);
+    ASSERT_EQ(::pthread_attr_setstacksize(&attributes, 512 * 1024), 0);
+    pthread_t thread;
+    ASSERT_EQ(::pthread_create(&thread, &attributes,
+                               [](void* run) -> void* {
+                                 (*static_cast<decltype(link)*>(run))();
+                                 return nullptr;
+                               },
+                               &link),
+              0);
+    ::pthread_join(thread, nullptr);
+    ::pthread_attr_destroy(&attributes);
+    EXPECT_EQ(outcome, input.links ? "linked" : "link error") << input.field;
+  }
+}
+
+// An input name over the limit is refused before nvJitLink sees it (a 200,000-character
+// name with an undefined symbol killed nvJitLinkComplete), naming the limit.
+TEST(HostileLinkerLog, AnInputNameOverTheLimitIsRefused) {
+  const std::string ptx = test::long_name_ptx(8).front().ptx;
+  for (const std::size_t length : {max_linker_name_length + 1, 4 * max_linker_name_length, std::size_t{200000}}) {
+    try {
+      (void)LinkableCode::ptx(ptx, std::string(length, 'i'));
+      FAIL() << "accepted an input name of " << length << " characters";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::format);
+      EXPECT_NE(error.message().find("the limit is " + std::to_string(max_linker_name_length)), std::string::npos)
+          << error.message().substr(0, 300);
+    }
+  }
+  EXPECT_NO_THROW((void)LinkableCode::ptx(ptx, std::string(max_linker_name_length, 'i')));
 }
 
 // ---- stderr: nvJitLink's stderr-only errors are read without taking stderr from anyone ---

@@ -172,6 +172,132 @@ TEST(ChildProcess, RefusedProgramNeverRuns) {
   EXPECT_TRUE(fs::exists(marker));
 }
 
+// A script's #! interpreter is what the kernel runs (red-team finding F16): it passes the
+// same check as the script, over every mode of the interpreter and of its directory, and a
+// script whose interpreter fails never runs (the marker stays absent).
+class HostileScriptInterpreter : public ::testing::Test {
+ protected:
+  HostileScriptInterpreter() {
+    fs::create_directory(bin_);
+    fs::copy_file("/bin/sh", interpreter_);
+    ::chmod(bin_.c_str(), 0755);
+    ::chmod(interpreter_.c_str(), 0755);
+  }
+  // A script run by `interpreter` that writes the marker.
+  fs::path script(const std::string& name, const std::string& interpreter) {
+    const fs::path path = dir_.path() / name;
+    std::ofstream(path) << "#!" << interpreter << "\necho ran > '" << marker_.string() << "'\n";
+    ::chmod(path.c_str(), 0755);
+    return path;
+  }
+  // Checked, then run through the spawner: refused means never run.
+  std::optional<detail::ExecutableRefusal> check_and_run(const fs::path& path) {
+    fs::remove(marker_);
+    const auto refused = check(path);
+    detail::ChildOptions options;
+    options.argv = {path.string()};
+    const detail::ChildResult result = detail::run_child_process(options);
+    EXPECT_EQ(result.refused.has_value(), refused.has_value()) << path;
+    // Refused never ran; accepted ran (as root, which every mode with an execute bit lets run).
+    if (refused || ::geteuid() == 0) {
+      EXPECT_EQ(fs::exists(marker_), !refused.has_value()) << path << ": " << problem_text(refused);
+    }
+    return refused;
+  }
+  PrivateDir dir_;
+  fs::path bin_ = dir_.path() / "bin";
+  fs::path interpreter_ = bin_ / "sh";
+  fs::path marker_ = dir_.path() / "marker";
+};
+
+TEST_F(HostileScriptInterpreter, EveryModeOfTheInterpreterAndItsDirectory) {
+  const fs::path program = script("program", interpreter_.string());
+  for (mode_t mode = 0; mode <= 0777; ++mode) {
+    ASSERT_EQ(::chmod(interpreter_.c_str(), mode), 0);
+    const auto refused = check_and_run(program);
+    SCOPED_TRACE("interpreter mode " + std::to_string(mode) + ": " + problem_text(refused));
+    if ((mode & (S_IWGRP | S_IWOTH)) != 0 || (mode & 0111) == 0) {
+      ASSERT_TRUE(refused);
+      EXPECT_EQ(refused->problem, ExecutableProblem::untrusted_interpreter);
+      EXPECT_NE(refused->message().find(interpreter_.string()), std::string::npos);
+    } else {
+      EXPECT_FALSE(refused);
+    }
+  }
+  ::chmod(interpreter_.c_str(), 0755);
+  for (mode_t mode = 0700; mode <= 0777; ++mode) {
+    ASSERT_EQ(::chmod(bin_.c_str(), mode), 0);
+    const auto refused = check_and_run(program);
+    SCOPED_TRACE("interpreter directory mode " + std::to_string(mode) + ": " + problem_text(refused));
+    EXPECT_EQ(refused.has_value(), (mode & (S_IWGRP | S_IWOTH)) != 0);
+    if (refused) {
+      EXPECT_NE(refused->message().find(bin_.string()), std::string::npos);
+    }
+  }
+  ::chmod(bin_.c_str(), 0755);
+}
+
+// Interpreters that are scripts in turn are checked at every level the kernel follows; a
+// bad one anywhere in the chain refuses the first script. PATH lookups (env) and relative
+// interpreters are refused.
+TEST_F(HostileScriptInterpreter, ChainsEnvAndRelativeInterpreters) {
+  for (int length = 1; length <= 3; ++length) {
+    for (int bad = -1; bad < length; ++bad) {
+      // level 0 is the program; level i runs through level i+1; the last runs through sh.
+      std::string next = interpreter_.string();
+      fs::path first;
+      for (int level = length - 1; level >= 0; --level) {
+        first = script("level" + std::to_string(level), next);
+        if (level > 0) std::ofstream(first) << "#!" << next << "\nexec " << next << " \"$@\"\n";
+        ::chmod(first.c_str(), level == bad ? 0777 : 0755);
+        next = first.string();
+      }
+      SCOPED_TRACE("chain of " + std::to_string(length) + ", writable level " + std::to_string(bad));
+      const auto refused = check_and_run(first);
+      if (bad < 0) {
+        EXPECT_FALSE(refused) << problem_text(refused);
+      } else {
+        ASSERT_TRUE(refused);
+        EXPECT_EQ(refused->problem, bad == 0 ? ExecutableProblem::writable_by_others
+                                             : ExecutableProblem::untrusted_interpreter);
+      }
+    }
+  }
+  for (const std::string& interpreter : {std::string("sh"), std::string("bin/sh"), std::string("/usr/bin/env"),
+                                         std::string("/usr/bin/env -S sh"), std::string("/usr/bin/env sh -e"),
+                                         std::string("/usr/bin/env no-such-program-anywhere")}) {
+    const auto refused = check_and_run(script("via", interpreter));
+    ASSERT_TRUE(refused) << interpreter;
+    EXPECT_EQ(refused->problem, ExecutableProblem::untrusted_interpreter) << problem_text(refused);
+  }
+}
+
+// #!/usr/bin/env NAME (pyenv's shims, for one): NAME is looked up on PATH as env will, and
+// checked; a PATH with an empty or relative entry (env would look in the working
+// directory) is refused, and so is what the lookup finds when others could change it.
+TEST_F(HostileScriptInterpreter, EnvLooksUpItsProgramAsCujitDoes) {
+  const std::string path = std::string(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "/usr/bin:/bin");
+  const fs::path program = script("via-env", "/usr/bin/env sh");
+  {
+    const ScopedVariable first("PATH", bin_.string() + ":" + path);
+    EXPECT_FALSE(check_and_run(program)) << "the power: a trusted sh first on PATH runs";
+    for (const mode_t bad : {0777, 0775, 0757}) {
+      ::chmod(interpreter_.c_str(), bad);
+      const auto refused = check_and_run(program);
+      ASSERT_TRUE(refused) << bad;
+      EXPECT_EQ(refused->problem, ExecutableProblem::untrusted_interpreter);
+      EXPECT_NE(refused->message().find(interpreter_.string()), std::string::npos) << refused->message();
+    }
+    ::chmod(interpreter_.c_str(), 0755);
+  }
+  for (const std::string& unsafe : {":" + path, path + ":", path + "::/usr/bin", "relative/bin:" + path}) {
+    const ScopedVariable with("PATH", unsafe);
+    const auto refused = check_and_run(program);
+    ASSERT_TRUE(refused) << unsafe;
+    EXPECT_NE(refused->message().find("empty or relative entry"), std::string::npos) << refused->message();
+  }
+}
+
 TEST(ChildProcess, InputOutputAndEnvironment) {
   detail::ChildOptions options;
   options.argv = {"sh", "-c", "cat; echo \"[$CUJIT_TEST_SET][${CUJIT_TEST_UNSET-unset}]\" >&2; exit 7"};

@@ -6,12 +6,15 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <stdexcept>
 
 #include <filesystem>
+#include <atomic>
 #include <map>
+#include <thread>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -258,6 +261,96 @@ TEST(HostileVendorLibraries, ARelativePathIsAUsageErrorNamingTheVariable) {
     EXPECT_TRUE(contains(answer["error"], std::string(library.variable) + "='libx.so.13'")) << answer.output;
     EXPECT_EQ(answer[library.label], "none") << answer.output;
   }
+}
+
+// Loaded code is executed code (red-team finding F13): a copy of the library that someone
+// other than root or this user could change - writable by group or others, in a directory
+// others can write, or (as root) owned by another user - is a typed error naming it and
+// the rule, and is never mapped; the same copy owned and private loads (the tests' power).
+TEST(HostileVendorLibraries, ALibraryOthersCouldChangeIsNeverLoaded) {
+  for (const Library& library : libraries()) {
+    test::TempDir dir;
+    ::chmod(dir.path().c_str(), 0755);
+    const fs::path sub = dir.path() / "lib";
+    fs::create_directory(sub);
+    ::chmod(sub.c_str(), 0755);
+    const fs::path copy = sub / fs::path(library.real).filename();
+    fs::copy_file(library.real, copy);
+    ::chmod(copy.c_str(), 0755);
+    const ChildAnswer own = run_child({"kernel", "off"}, {library.chosen(copy)});
+    ASSERT_EQ(own.exit_code, 0) << own.output;
+    EXPECT_EQ(own[library.label], copy.string()) << "the power: a private copy is what loads";
+    struct Damage {
+      std::string name, reason;
+      fs::path path;
+      mode_t mode;
+      uid_t owner;
+    };
+    std::vector<Damage> damages{{"file 0775", "writable by its group", copy, 0775, ::geteuid()},
+                                {"file 0757", "writable by others", copy, 0757, ::geteuid()},
+                                {"file 0666", "writable by others", copy, 0666, ::geteuid()},
+                                {"directory 0777", "its directory", sub, 0777, ::geteuid()},
+                                {"directory 0775", "its directory", sub, 0775, ::geteuid()}};
+    if (::geteuid() == 0) {
+      damages.push_back({"file of uid 65534", "owned by uid 65534", copy, 0755, 65534});
+      damages.push_back({"directory of uid 65534", "its directory", sub, 0755, 65534});
+    }
+    for (const Damage& damage : damages) {
+      ::chmod(damage.path.c_str(), damage.mode);
+      ASSERT_EQ(::chown(damage.path.c_str(), damage.owner, static_cast<gid_t>(-1)), 0);
+      const ChildAnswer refused = run_child({"kernel", "off"}, {library.chosen(copy)});
+      EXPECT_EQ(refused.exit_code, 3) << damage.name << "\n" << refused.output;
+      EXPECT_EQ(refused["error-component"], std::string(library.component) + " (dlopen)") << refused.output;
+      EXPECT_TRUE(contains(refused["error"], copy.string())) << refused.output;
+      EXPECT_TRUE(contains(refused["error"], damage.reason)) << damage.name << "\n" << refused.output;
+      EXPECT_EQ(refused[library.label], "none") << damage.name << ": the refused library was mapped";
+      ::chmod(damage.path.c_str(), 0755);
+      ASSERT_EQ(::chown(damage.path.c_str(), ::geteuid(), static_cast<gid_t>(-1)), 0);
+    }
+  }
+}
+
+// The file checked is the file loaded (red-team finding F13: the path was opened twice, and
+// a link flipped between the library and a FIFO in between hung dlopen 2 times in 150).
+// Here the link flips all the while 40 processes load through it: each either loads the
+// library or refuses the FIFO, none hangs (timeout(1) would say 124).
+TEST(HostileVendorLibraries, ALinkSwappedBetweenTheCheckAndTheLoadNeverHangs) {
+  const Library& library = libraries().back();  // nvJitLink
+  test::TempDir dir;
+  const fs::path fifo = dir.path() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path link = dir.path() / "lib.so";
+  fs::create_symlink(library.real, dir.path() / "to-library");
+  fs::create_symlink(fifo, dir.path() / "to-fifo");
+  fs::copy_symlink(dir.path() / "to-library", link);
+  std::atomic<bool> done{false};
+  std::thread flipper([&] {
+    for (unsigned turn = 0; !done; ++turn) {
+      const fs::path next = dir.path() / ("next" + std::to_string(turn % 2));
+      std::error_code ignored;
+      fs::remove(next, ignored);
+      fs::copy_symlink(dir.path() / (turn % 2 == 0 ? "to-fifo" : "to-library"), next, ignored);
+      fs::rename(next, link, ignored);
+    }
+  });
+  int loaded = 0, refused = 0;
+  for (int i = 0; i < 40; ++i) {
+    const test::ChildResult child = test::run_child(
+        {"/usr/bin/timeout", "-s", "KILL", "60", CUJIT_VENDOR_LIBRARY_CHILD, "kernel", "off"}, {library.chosen(link)});
+    EXPECT_TRUE(child.exit_code == 0 || child.exit_code == 3) << "exit " << child.exit_code << "\n" << child.output;
+    if (child.exit_code == 0) ++loaded;
+    if (child.exit_code == 3) {
+      ++refused;
+      // Refused on the descriptor (a FIFO), or by the path's second look (the link turned to
+      // the FIFO after the library was opened): either way nothing but the checked file loads.
+      EXPECT_TRUE(contains(child.output, "a FIFO") || contains(child.output, "not a regular file") ||
+                  contains(child.output, "No such file"))
+          << child.output;
+    }
+  }
+  done = true;
+  flipper.join();
+  EXPECT_EQ(loaded + refused, 40);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // The linkable formats and the one table that maps each to the linker input types and
 // file extensions.
 
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
@@ -52,6 +53,17 @@ std::optional<Format> detect_format(std::string_view bytes) noexcept;
 /// payloads, archive members and their content, the LTO-IR container header
 /// (docs/linking.md, "Damaged binaries"). Never reads outside `bytes`.
 std::string integrity_problem(Format format, std::string_view bytes);
+
+/// The longest name (PTX identifier, cubin symbol name, archive member name, input name)
+/// cujit hands nvJitLink, in characters. nvJitLink 13.0 parses a PTX .entry or .func name
+/// recursively, about 2 bytes of the caller's stack per character (a name of 5,000,000
+/// characters killed a thread with 8 MiB of stack, one of 150,000 a thread with 256 KiB),
+/// and writes its undefined-symbol message (symbol and input name) past a heap buffer once it
+/// is about 100,000 characters long (abort in malloc). 32,768 is longer than any name the
+/// toolchains write (mangled template names run to a few thousand), needs about 64 KiB of
+/// stack, and a symbol and an input name at the limit together stay under the message
+/// buffer (docs/linking.md, "Damaged binaries").
+inline constexpr std::size_t max_linker_name_length = 32768;
 
 /// What kinds of device code the fatbins in `bytes` hold: a fatbin itself, or a host object
 /// or archive with fatbins embedded. Found by walking each fatbin's entry headers, which stay

@@ -109,6 +109,48 @@ bool contains_directive(std::string_view text, std::string_view directive) {
   return false;
 }
 
+// A name too long for nvJitLink (max_linker_name_length says why), shown by its start only.
+std::string name_too_long(std::string_view what, std::string_view name) {
+  return std::string(what) + " of " + std::to_string(name.size()) + " characters ('" +
+         std::string(name.substr(0, 32)) + "...'): nvJitLink 13.0 crashes on names this long; the limit is " +
+         std::to_string(max_linker_name_length);
+}
+
+// The first PTX name (identifier or number: a run of [A-Za-z0-9_$%]) longer than
+// max_linker_name_length, outside comments; one linear pass. Every PTX field that holds a
+// name (.entry, .func, .global, .extern, parameters, labels, registers) is such a run.
+std::string ptx_names_problem(std::string_view ptx) {
+  std::size_t line = 1;
+  for (std::size_t at = 0; at < ptx.size();) {
+    const char c = ptx[at];
+    if (c == '\n') {
+      ++line;
+      ++at;
+    } else if (c == '/' && at + 1 < ptx.size() && ptx[at + 1] == '/') {
+      const std::size_t end = ptx.find('\n', at);
+      at = end == std::string_view::npos ? ptx.size() : end;
+    } else if (c == '/' && at + 1 < ptx.size() && ptx[at + 1] == '*') {
+      const std::size_t end = ptx.find("*/", at + 2);
+      const std::size_t stop = end == std::string_view::npos ? ptx.size() : end + 2;
+      line += static_cast<std::size_t>(std::count(ptx.begin() + static_cast<std::ptrdiff_t>(at),
+                                                  ptx.begin() + static_cast<std::ptrdiff_t>(stop), '\n'));
+      at = stop;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%') {
+      const std::size_t start = at;
+      while (at < ptx.size() && (std::isalnum(static_cast<unsigned char>(ptx[at])) || ptx[at] == '_' ||
+                                 ptx[at] == '$' || ptx[at] == '%')) {
+        ++at;
+      }
+      if (at - start > max_linker_name_length) {
+        return name_too_long("line " + std::to_string(line) + " has a name", ptx.substr(start, at - start));
+      }
+    } else {
+      ++at;
+    }
+  }
+  return {};
+}
+
 bool contains_fatbin(std::string_view bytes) {
   return bytes.find(fatbin_magic_bytes) != std::string_view::npos;
 }
@@ -535,6 +577,12 @@ std::string symbol_table_problem(Elf& elf, std::uint32_t index) {
     if (name >= strings.size()) {
       return "symbol " + str(k) + " of " + elf.label(index) + " names byte " + str(name) +
              " of its string table, which has " + str(strings.size());
+    }
+    // Cubin symbols reach nvJitLink's name handling as PTX names do (host objects' symbols
+    // are the host compiler's, which nvJitLink does not resolve).
+    if (const std::string_view symbol_name = string_at(strings, name);
+        elf.cubin() && symbol_name.size() > max_linker_name_length) {
+      return name_too_long("symbol " + str(k) + " of " + elf.label(index) + " has a name", symbol_name);
     }
     const bool special = shndx == shn_abs || shndx == shn_common ||
                          (shndx == shn_xindex && has_shndx_table && !elf.cubin());
@@ -1065,7 +1113,7 @@ std::string entry_content_problem(std::uint16_t kind, std::string_view content) 
       const std::string_view text = content.substr(0, end == std::string_view::npos ? 0 : end + 1);
       if (text.empty()) return "empty PTX";
       if (!looks_like_text(text)) return "PTX with NUL bytes inside";
-      return {};
+      return ptx_names_problem(text);
     }
     default: return {};
   }
@@ -1294,6 +1342,10 @@ std::string archive_member_problem(const ArchiveMember& member, std::string_view
     const std::string_view rest = long_names.substr(*offset);
     name = std::string(rest.substr(0, rest.find('\n')));
   }
+  // nvJitLink names a member in its log as it names an input (max_linker_name_length).
+  if (name.size() > max_linker_name_length) {
+    return name_too_long("member at byte " + str(member.header_offset) + " has a name", name);
+  }
   const std::string which = "member '" + name + "' (at byte " + str(member.header_offset) + ")";
   const auto format = detect_format(member.data);
   if (!format) return which + " holds no format cujit knows";
@@ -1515,7 +1567,7 @@ std::string integrity_problem(Format format, std::string_view bytes) {
       if (!contains_directive(bytes, ".version") || !contains_directive(bytes, ".target")) {
         return "PTX without a .version or .target directive";
       }
-      return {};
+      return ptx_names_problem(bytes);
     case Format::cu:
       return looks_like_text(bytes) ? std::string{} : "CUDA C++ must be text, but it contains NUL bytes";
     case Format::ltoir: return ltoir_problem(bytes);

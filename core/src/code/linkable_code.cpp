@@ -12,6 +12,14 @@ constexpr const char* from_path_component = "LinkableCode::from_path";
 
 void check_bytes(Format format, std::string_view bytes, const std::string& name,
                  const char* component) {
+  // nvJitLink prints the input's name in its log; a name of 200,000 characters with an
+  // undefined symbol killed nvJitLinkComplete (cujit/format.hpp, max_linker_name_length).
+  if (name.size() > max_linker_name_length) {
+    throw Error(ErrorKind::format, component,
+                "an input name of " + std::to_string(name.size()) + " characters ('" + name.substr(0, 32) +
+                    "...') is longer than nvJitLink takes; the limit is " +
+                    std::to_string(max_linker_name_length));
+  }
   if (bytes.empty()) {
     throw Error(ErrorKind::format, component,
                 "'" + name + "' is empty; expected " + std::string(to_string(format)));

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <mutex>
 
 #include "cujit/environment.hpp"
 #include "cujit/error.hpp"
@@ -190,9 +191,13 @@ std::filesystem::path own_image() {
 }
 
 // Whether `path` lies inside `dir` (both resolved; a directory that no longer exists
-// contains nothing).
+// contains nothing). `dir` is the build tree, a path fixed at build time: it counts only
+// while it is a directory as written, owned by root or this user in directories of the same
+// kind; a gone tree whose path someone else recreated or linked elsewhere is not this
+// program's (red-team finding F4).
 bool inside(const std::filesystem::path& path, const std::string& dir) {
   if (dir.empty() || path.empty()) return false;
+  if (check_trusted_directory_as_written(dir)) return false;
   std::error_code error;
   const std::filesystem::path root = std::filesystem::canonical(dir, error);
   if (error) return false;
@@ -208,12 +213,17 @@ std::string compile_worker_candidate() {
   // installed, the build tree may be gone and its paths anyone's to fill.
   const std::filesystem::path image = own_image();
   if (inside(image, CUJIT_COMPILE_WORKER_BUILD_TREE)) return CUJIT_COMPILE_WORKER_DEFAULT;
-  // Installed: beside this program (<prefix>/bin or <prefix>/lib -> <prefix>/libexec/cujit),
-  // else where the build was configured to install it.
+  // Installed: beside this program (<prefix>/bin or <prefix>/lib -> <prefix>/libexec/cujit)
+  // when that prefix holds a worker root or this user installed (its directory and every one
+  // above owned by them and writable by no one else), else where the build was configured to
+  // install it. Any program linking libcujit.a comes here: a program in /tmp/<d>/ must not
+  // take a /tmp/libexec/cujit that another user made (red-team finding F1).
   if (!image.empty()) {
     const std::filesystem::path beside = image.parent_path().parent_path() / "libexec" / "cujit" / "cujit-compile-worker";
     std::error_code error;
-    if (std::filesystem::exists(beside, error)) return beside.string();
+    if (std::filesystem::exists(beside, error) && !check_trusted_directory(beside.parent_path().string())) {
+      return beside.string();
+    }
   }
   return CUJIT_COMPILE_WORKER_INSTALLED;
 }
@@ -224,12 +234,20 @@ std::optional<std::string> compile_worker_path() {
   if (candidate.empty()) return std::nullopt;
   TrustedExecutable checked;
   if (const auto refused = open_trusted_executable(candidate, checked)) {
-    // No worker: compile in-process. One that is there but may not run: say so.
+    // No worker: compile in-process. One that is there but may not run: compile in-process
+    // too, and say so once (failing every compile would let whoever can plant a file stop
+    // every build, red-team finding F1). CUJIT_COMPILE_WORKER named by the caller is a
+    // configuration error, typed.
     if (refused->problem == ExecutableProblem::missing) return std::nullopt;
-    throw Error(ErrorKind::io, "compile worker (executable check)",
-                refused->message() + "; cujit runs only a worker owned by root or this user and writable by "
-                                     "no one else (CUJIT_COMPILE_WORKER names another, CUJIT_COMPILE_IN_PROCESS=1 "
-                                     "compiles without one)");
+    const std::string why = refused->message() +
+                            "; cujit runs only a worker owned by root or this user and writable by no one else "
+                            "(CUJIT_COMPILE_WORKER names another, CUJIT_COMPILE_IN_PROCESS=1 compiles without one)";
+    if (environment::absolute_path("CUJIT_COMPILE_WORKER")) {
+      throw Error(ErrorKind::io, "compile worker (executable check)", why);
+    }
+    static std::once_flag warned;
+    std::call_once(warned, [&] { std::fprintf(stderr, "cujit: warning: %s; compiling in-process\n", why.c_str()); });
+    return std::nullopt;
   }
   return candidate;
 }

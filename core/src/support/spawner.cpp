@@ -287,11 +287,102 @@ std::string_view to_string(ExecutableProblem problem) noexcept {
     case ExecutableProblem::writable_by_others: return "writable_by_others";
     case ExecutableProblem::untrusted_directory: return "untrusted_directory";
     case ExecutableProblem::unreadable: return "unreadable";
+    case ExecutableProblem::untrusted_interpreter: return "untrusted_interpreter";
   }
   return "unknown";
 }
 
-std::string ExecutableRefusal::message() const { return "refusing to run '" + path + "': it " + why; }
+std::string ExecutableRefusal::message() const {
+  // "it its directory ..." reads wrong (red-team note M2): a reason about its directory stands alone.
+  return "refusing to run '" + path + "': " + (why.rfind("its ", 0) == 0 ? why : "it " + why);
+}
+
+namespace {
+
+// What a #! line names: its interpreter (first word) and the one argument the kernel passes
+// it (the rest of the line, trimmed); empty when the file is not a script. Read through the
+// checked descriptor, so it is the file that was checked; a file this process cannot read
+// is no script it could run either (the interpreter must read it).
+struct Shebang {
+  std::string interpreter, argument;
+};
+Shebang script_interpreter(const TrustedExecutable& checked) {
+  const std::string reopen = "/proc/self/fd/" + std::to_string(checked.fd.get());
+  UniqueFd file(::open(reopen.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (file.get() < 0) return {};
+  // The kernel reads at most 256 bytes of the #! line (BINPRM_BUF_SIZE).
+  char head[256];
+  ssize_t got = 0;
+  do {
+    got = ::read(file.get(), head, sizeof head);
+  } while (got < 0 && errno == EINTR);
+  if (got < 2 || head[0] != '#' || head[1] != '!') return {};
+  std::string_view line(head + 2, static_cast<std::size_t>(got) - 2);
+  line = line.substr(0, line.find('\n'));
+  const auto trim = [](std::string_view text) {
+    const std::size_t start = text.find_first_not_of(" \t");
+    if (start == std::string_view::npos) return std::string_view();
+    return text.substr(start, text.find_last_not_of(" \t") - start + 1);
+  };
+  line = trim(line);
+  const std::size_t end = line.find_first_of(" \t");
+  if (end == std::string_view::npos) return {std::string(line), {}};
+  return {std::string(line.substr(0, end)), std::string(trim(line.substr(end)))};
+}
+
+// Whether every PATH entry is an absolute directory: then env(1)'s lookup of a name is the
+// one find_on_path makes (an empty or relative entry is the working directory to env).
+bool path_entries_absolute() {
+  const char* value = std::getenv("PATH");
+  if (value == nullptr) return true;
+  const std::string path = value;
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    if (end == start || path[start] != '/') return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+std::optional<ExecutableRefusal> check_interpreters(const std::string& given, const TrustedExecutable& checked,
+                                                    int depth) {
+  const Shebang line = script_interpreter(checked);
+  const std::string& interpreter = line.interpreter;
+  if (interpreter.empty()) return std::nullopt;
+  auto refused_by = [&](const std::string& why) {
+    return refusal(ExecutableProblem::untrusted_interpreter, given, "is a script whose #! interpreter '" +
+                                                                       interpreter + "' " + why);
+  };
+  if (depth >= 4) return refused_by("is a script too (more than 4 levels)");
+  if (interpreter.front() != '/') return refused_by("is not an absolute path");
+  TrustedExecutable next;
+  if (auto refused = check_path(interpreter, Want::executable, &next)) return refused_by("is refused: it " + refused->why);
+  if (auto refused = check_interpreters(given, next, depth + 1)) return refused;
+  if (std::filesystem::path(interpreter).filename() != "env") return std::nullopt;
+  // #!/usr/bin/env NAME: env looks NAME up on PATH when it runs, so NAME is looked up here
+  // the same way and checked; what cujit cannot tell env's lookup from is refused.
+  const std::string& name = line.argument;
+  if (name.empty() || name.front() == '-' || name.find_first_of(" \t") != std::string::npos) {
+    return refused_by("is given '" + name + "', not one program name (env's options are not followed)");
+  }
+  std::string program = name;
+  if (name.find('/') == std::string::npos) {
+    if (!path_entries_absolute()) {
+      return refused_by("looks '" + name + "' up on a PATH with an empty or relative entry (the working directory)");
+    }
+    program = find_on_path(name);
+    if (program.empty()) return refused_by("finds no '" + name + "' on PATH");
+  } else if (name.front() != '/') {
+    return refused_by("is given the relative path '" + name + "'");
+  }
+  TrustedExecutable found;
+  if (auto refused = check_path(program, Want::executable, &found)) {
+    return refused_by("runs '" + program + "', which is refused: it " + refused->why);
+  }
+  return check_interpreters(given, found, depth + 1);
+}
+
+}  // namespace
 
 std::optional<ExecutableRefusal> open_trusted_executable(const std::string& program, TrustedExecutable& out) {
   if (program.empty()) return refusal(ExecutableProblem::missing, program, "is an empty name");
@@ -303,7 +394,12 @@ std::optional<ExecutableRefusal> open_trusted_executable(const std::string& prog
     std::error_code error;
     path = std::filesystem::absolute(program, error).string();
   }
-  return check_path(path, Want::executable, &out);
+  if (auto refused = check_path(path, Want::executable, &out)) return refused;
+  if (auto refused = check_interpreters(program, out, 0)) {
+    out = TrustedExecutable{};
+    return refused;
+  }
+  return std::nullopt;
 }
 
 std::optional<ExecutableRefusal> check_trusted_file(const std::string& path) {
@@ -311,6 +407,52 @@ std::optional<ExecutableRefusal> check_trusted_file(const std::string& path) {
 }
 
 std::optional<ExecutableRefusal> check_trusted_directory(const std::string& path) {
+  return check_path(path, Want::directory, nullptr);
+}
+
+std::optional<ExecutableRefusal> check_trusted_descriptor(int fd, const std::string& path) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    return refusal(ExecutableProblem::unreadable, path, "cannot be examined: " + std::string(std::strerror(errno)));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return refusal(ExecutableProblem::not_regular, path, "is not a regular file (mode " + octal_mode(info.st_mode) + ")");
+  }
+  if (const auto why = ownership_problem(info, false)) {
+    const bool owner = !trusted_owner(info.st_uid);
+    return refusal(owner ? ExecutableProblem::foreign_owner : ExecutableProblem::writable_by_others, path, *why);
+  }
+  return std::nullopt;
+}
+
+std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::string& path) {
+  const std::filesystem::path written = std::filesystem::path(path).lexically_normal();
+  if (!written.is_absolute()) return refusal(ExecutableProblem::unreadable, path, "is not an absolute path");
+  std::filesystem::path prefix = written.root_path();
+  for (const std::filesystem::path& part : written.relative_path()) {
+    if (part.empty()) continue;
+    prefix /= part;
+    struct stat info {};
+    if (::lstat(prefix.c_str(), &info) != 0) {
+      return refusal(errno == ENOENT ? ExecutableProblem::missing : ExecutableProblem::unreadable, path,
+                     "has a part '" + prefix.string() + "' that cannot be examined: " + std::strerror(errno));
+    }
+    if (S_ISLNK(info.st_mode)) {
+      // The build tree itself is a directory CMake made, never a link; one there now was
+      // put in its place (as a stand-in for a gone tree, red-team finding F4).
+      if (prefix == written) {
+        return refusal(ExecutableProblem::untrusted_directory, path, "is a link, not the directory it was built as");
+      }
+      if (!trusted_owner(info.st_uid)) {
+        return refusal(ExecutableProblem::untrusted_directory, path,
+                       "has a part '" + prefix.string() + "' that is a link owned by uid " +
+                           std::to_string(info.st_uid) + ", neither root nor this user");
+      }
+    } else if (const auto why = ownership_problem(info, S_ISDIR(info.st_mode) && prefix != written)) {
+      // The tree itself may not be sticky-writable either: others could add files to it.
+      return refusal(ExecutableProblem::untrusted_directory, path, "has a part '" + prefix.string() + "' that " + *why);
+    }
+  }
   return check_path(path, Want::directory, nullptr);
 }
 

@@ -9,6 +9,11 @@
 //   group or others (unless sticky, as /tmp is), so that nobody else can swap it between
 //   the check and the run. The child executes that descriptor (execveat), not the name.
 //   A file that fails is an ExecutableRefusal naming the path and why; it never runs.
+//   A script (#!) is run by the kernel through its interpreter, so the interpreter named on
+//   its #! line passes the same check (and its own, up to 4 levels, as the kernel allows);
+//   for #!/usr/bin/env NAME, NAME is looked up on PATH as env will (only a PATH of absolute
+//   entries: env would try the working directory for an empty one) and checked too
+//   (red-team finding F16).
 // - From an argument vector, never through a shell; every descriptor cujit opens for it is
 //   close-on-exec, so nothing leaks into it or into children started at the same time.
 // - Optional limits: a deadline after which it is killed (SIGKILL), a cap on its captured
@@ -40,6 +45,7 @@ enum class ExecutableProblem {
   writable_by_others,   // group- or other-writable
   untrusted_directory,  // a directory above it is foreign-owned or writable by others
   unreadable,           // it or a directory above it cannot be examined
+  untrusted_interpreter,  // a script whose #! interpreter fails the check or is looked up on PATH (env)
 };
 std::string_view to_string(ExecutableProblem problem) noexcept;
 
@@ -75,6 +81,18 @@ std::optional<ExecutableRefusal> check_trusted_directory(const std::string& path
 // directory of a script an interpreter runs: it imports modules beside it and loads their
 // bytecode). The first entry refused is named.
 std::optional<ExecutableRefusal> check_trusted_tree(const std::string& path);
+
+// The owner and mode rules of check_trusted_file for a file already open (`fd`), which is
+// what a caller then uses (a library loaded through /proc/self/fd): a regular file owned by
+// root or this user, writable by neither its group nor others. `path` is for the message.
+std::optional<ExecutableRefusal> check_trusted_descriptor(int fd, const std::string& path);
+
+// check_trusted_directory for a directory named by a path fixed at build time (the build
+// tree an installed program was built in): besides the directory it resolves to, every
+// component of the path as written must be a directory of the same kind or a link owned by
+// root or the caller, and the last one no link at all. A gone build-tree path that someone else recreated, or replaced by a
+// link to any directory (red-team finding F4), is refused; nullopt when it may be trusted.
+std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::string& path);
 
 // Where a child's standard output or error goes.
 enum class ChildSink {

@@ -5,11 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <optional>
+#include <string_view>
 
 #include "cujit/environment.hpp"
 #include "support/file_io.hpp"
 #include "support/library_identity.hpp"
+#include "support/spawner.hpp"
 
 namespace cujit::detail {
 namespace {
@@ -31,36 +35,49 @@ LibraryRequest choose_library(const VendorLibrarySpec& spec) {
 }
 
 // A library named by path (CUJIT_NVRTC_LIBRARY, CUJIT_NVJITLINK_LIBRARY, the built path) is
-// opened non-blocking and checked on the descriptor before dlopen, whose own open would
-// wait forever on a FIFO. (The check and dlopen open the path twice: loading from the
-// checked descriptor, /proc/self/fd/N, would give the library that name for good, and its
-// identity in cache keys is read from the loaded file's path.)
-std::optional<Error> not_a_library_file(const VendorLibrarySpec& spec, const LibraryRequest& request) {
-  if (request.path.find('/') == std::string::npos) return std::nullopt;  // the loader's search
-  const int fd = ::open(request.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return std::nullopt;  // dlopen says why, as before
-  struct stat info {};
-  const bool examined = ::fstat(fd, &info) == 0;
-  ::close(fd);
-  if (!examined || S_ISREG(info.st_mode)) return std::nullopt;
-  // The component of every load failure (docs/cli.md): this check is part of the load.
-  return Error(ErrorKind::unsupported, std::string(spec.component) + " (dlopen)",
-               std::string(spec.component) + " could not be loaded from " + describe(request) + ": it is " +
-                   kind_of_file(info.st_mode) + ", not a regular file");
-}
-
+// opened once, non-blocking (dlopen's own open would wait forever on a FIFO), checked on
+// that descriptor - a regular file, owned by root or this user and writable by no one else,
+// in directories of the same kind, as an executable is (loaded code is executed code) - and
+// loaded from that same descriptor through /proc/self/fd/N, so that a file swapped in after
+// the check is never what loads (red-team finding F13: a swap between the check and a
+// second open by path hung dlopen on a FIFO; a world-writable library of another user
+// loaded silently). The descriptor stays open for good, as the library stays loaded: its
+// identity (library_identity.hpp) resolves the /proc name back to the file's real path.
 OpenedLibrary open_library(const VendorLibrarySpec& spec, const LibraryRequest& request) {
   OpenedLibrary opened;
-  if (auto refused = not_a_library_file(spec, request)) {
-    opened.failure = std::move(*refused);
+  auto fail = [&](const std::string& why) {
+    // The component of every load failure (docs/cli.md): this check is part of the load.
+    opened.failure = Error(ErrorKind::unsupported, std::string(spec.component) + " (dlopen)",
+                           std::string(spec.component) + " could not be loaded from " + describe(request) + ": " + why);
     return opened;
+  };
+  std::string load = request.path;
+  int fd = -1;
+  if (request.path.find('/') != std::string::npos) {  // else the loader's search
+    fd = ::open(request.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return fail(std::string("cannot open it: ") + std::strerror(errno));
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+      const std::string what = ::fstat(fd, &info) == 0 ? "it is " + kind_of_file(info.st_mode) : "it cannot be examined";
+      ::close(fd);
+      return fail(what + ", not a regular file");
+    }
+    std::optional<ExecutableRefusal> refused = check_trusted_descriptor(fd, request.path);
+    if (!refused) refused = check_trusted_file(request.path);
+    if (refused) {
+      ::close(fd);
+      // Loaded code is executed code: the executable rule, said as a load.
+      std::string why = refused->message();
+      why.replace(0, std::string_view("refusing to run").size(), "refusing to load");
+      return fail(why + " (a library cujit loads must be owned by root or this user and writable by no one else)");
+    }
+    load = "/proc/self/fd/" + std::to_string(fd);
   }
   (void)dlerror();
-  opened.handle = dlopen(request.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  opened.handle = dlopen(load.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (opened.handle == nullptr) {
-    opened.failure = Error(ErrorKind::unsupported, std::string(spec.component) + " (dlopen)",
-                           std::string(spec.component) + " could not be loaded from " + describe(request) +
-                               ": " + dl_reason());
+    if (fd >= 0) ::close(fd);
+    return fail(dl_reason());
   }
   return opened;
 }

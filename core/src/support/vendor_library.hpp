@@ -43,7 +43,11 @@ struct OpenedLibrary {
 };
 
 // Opens the chosen file (RTLD_NOW | RTLD_LOCAL, never unloaded: the libraries keep state
-// until exit). A failure is Error(unsupported) naming the path, where it came from and
+// until exit). A file named by path must be a regular file owned by root or this user and
+// writable by no one else, in directories of the same kind (spawner.hpp), and is loaded from
+// the descriptor that was checked (/proc/self/fd/N), which stays open (close-on-exec) as
+// long as the library stays mapped: closed, its number could be reused and dlopen would
+// take the new file's /proc name for the library already loaded under it. A failure is Error(unsupported) naming the path, where it came from and
 // dlerror()'s reason.
 OpenedLibrary open_library(const VendorLibrarySpec& spec, const LibraryRequest& request);
 
