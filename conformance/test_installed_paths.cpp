@@ -222,7 +222,7 @@ TEST(HostileProgramsOutsideAnInstall, AWorkerOthersCouldHavePlantedBesideAProgra
     EXPECT_EQ(planted.out.find("candidate=" + worker.string()), std::string::npos) << plant.name << "\n" << planted.out;
     EXPECT_NE(planted.out.find("\ncompiled\n"), std::string::npos) << plant.name << "\n" << planted.out;
     EXPECT_FALSE(fs::exists(marker)) << plant.name << ": the planted worker ran";
-    ::chown(worker.parent_path().c_str(), ::geteuid(), static_cast<gid_t>(-1));
+    EXPECT_EQ(::chown(worker.parent_path().c_str(), ::geteuid(), static_cast<gid_t>(-1)), 0);
     ::chmod(worker.parent_path().c_str(), 0755);
     ::chmod(worker.parent_path().parent_path().c_str(), 0755);
   }
