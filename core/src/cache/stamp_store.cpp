@@ -24,10 +24,12 @@ constexpr long long too_new_ns = 2'000'000'000LL;
 long long ns(const timespec& t) { return static_cast<long long>(t.tv_sec) * 1000000000LL + t.tv_nsec; }
 
 std::optional<std::string> store_directory(const StampStoreKind& kind) {
-  if (const char* chosen = std::getenv(kind.environment); chosen != nullptr && *chosen != '\0') {
+  const char* chosen = std::getenv(kind.environment);
+  if (chosen != nullptr && *chosen != '\0' && std::string_view(chosen) != "on") {
     if (std::string_view(chosen) == "off") return std::nullopt;
     return std::string(chosen);
   }
+  if (kind.opt_in && (chosen == nullptr || std::string_view(chosen) != "on")) return std::nullopt;
   // Beside the build cache named by the environment (tests give theirs), else where the
   // build cache's default is.
   const std::string sub = kind.subdirectory;

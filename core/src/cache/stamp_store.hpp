@@ -32,6 +32,8 @@ struct StampStoreKind {
   const char* subdirectory;  // e.g. "library-digests"
   std::size_t max_entries;   // past this, the oldest entries are removed
   std::size_t max_entry_bytes;
+  // Off unless the variable names a directory or says "on" (the default place then).
+  bool opt_in = false;
 };
 
 class StampStore {

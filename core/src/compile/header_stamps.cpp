@@ -19,7 +19,12 @@ namespace {
 // a record made by another cujit must not answer for this one.
 constexpr std::string_view record_magic = "cujit-header-stamps 2";
 
-constexpr StampStoreKind stamps_store{"CUJIT_HEADER_STAMPS", "header-stamps", 4096, std::size_t{32} << 20};
+// Opt-in: a stat stamp does not name a file's content on NFS (attributes cached up to
+// 60 s), on file systems with coarse or restorable times (vfat, squashfs images) or after
+// writes through a shared mapping (no ctime change until writeback; never on tmpfs); see
+// docs/cache.md, "Header stamps". Reading every header is the default until a record is
+// made only where a stamp does name the content.
+constexpr StampStoreKind stamps_store{"CUJIT_HEADER_STAMPS", "header-stamps", 4096, std::size_t{32} << 20, true};
 // This process's records, bounded by their size (a CUB compile's is ~400 KB): past the
 // bound the map starts again (each record is still in the store).
 constexpr std::size_t max_memory_bytes = std::size_t{64} << 20;

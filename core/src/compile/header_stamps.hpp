@@ -16,9 +16,10 @@
 // 2 s before (stamp_store.hpp's rule), it was hermetic, and no path gave two answers
 // during it. One entry per compile's inputs: one open and read per new process.
 //
-// The store: CUJIT_HEADER_STAMPS (a directory; "off": none and no record in memory
-// either), else "header-stamps" beside the library digests (stamp_store.hpp), with their
-// trust rules; at most 4096 entries of at most 32 MiB.
+// The store: off unless CUJIT_HEADER_STAMPS says "on" ("header-stamps" beside the library
+// digests, stamp_store.hpp) or names a directory ("off": none and no record in memory
+// either), with the library digests' trust rules; at most 4096 entries of at most 32 MiB.
+// Opt-in because a stat stamp does not always name the content (docs/cache.md).
 
 #include <sys/types.h>
 
