@@ -699,6 +699,31 @@ TEST_F(RemoteCacheLock, ARequestWithoutAnAnswerIsReleasedWhenRedisAnswers) {
   EXPECT_EQ(server_.command({"GET", remote.lock_key(flight)}), "another machine");
 }
 
+// Values whose SET got no answer while Redis was stopped are written before the process's
+// lock is released, so waiters find the value, not a released lock and no value: only the
+// newest value of a key, and never one of a key removed meanwhile (a bad value must not come
+// back), nor a recipe index (it merges what other machines added).
+TEST_F(RemoteCacheLock, UnansweredValuesAreWrittenBeforeTheReleaseNewestOnlyAndNeverAfterTheirRemoval) {
+  detail::RemoteCache& remote = *remote_;
+  const std::string flight(64, 'w');
+  std::string token, problem;
+  ASSERT_EQ(remote.lock(flight, std::chrono::minutes(1), token, problem), detail::RemoteOutcome::done) << problem;
+  server_.kill(SIGSTOP);
+  EXPECT_EQ(remote.put("kept", "older", problem), detail::RemoteOutcome::unavailable);
+  EXPECT_EQ(remote.put("kept", "newest", problem), detail::RemoteOutcome::skipped);
+  EXPECT_EQ(remote.put("removed", "bad", problem), detail::RemoteOutcome::skipped);
+  EXPECT_EQ(remote.put("recipes:index", "merged", problem), detail::RemoteOutcome::skipped);
+  (void)remote.remove("removed", problem);  // not sent (the back-off): forgotten all the same
+  server_.kill(SIGCONT);
+  EXPECT_EQ(remote.unlock(flight, token, std::chrono::steady_clock::now() + std::chrono::minutes(1)), detail::RemoteOutcome::done);
+  EXPECT_EQ(server_.command({"EXISTS", remote.lock_key(flight)}), ":0");
+  std::string payload;
+  EXPECT_EQ(remote.get("kept", payload, problem), detail::RemoteOutcome::done) << problem;
+  EXPECT_EQ(payload, "newest");
+  EXPECT_EQ(server_.command({"EXISTS", remote.value_key("removed")}), ":0");
+  EXPECT_EQ(server_.command({"EXISTS", remote.value_key("recipes:index")}), ":0");
+}
+
 // A process that ends right after its build (one compile, the CLI) while Redis is stopped:
 // its write and its release time out, and its cache waits for the release (up to the
 // back-off) before it is gone, so the lock is deleted once Redis answers, not left to its

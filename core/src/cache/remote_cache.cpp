@@ -195,11 +195,14 @@ struct RemoteCache::Connection {
     return RemoteOutcome::unavailable;
   }
 
-  // When the call under way (connecting included) must be over: one timeout for the call as
-  // a whole. A socket timeout alone bounds each read, and a server trickling its reply held
-  // a lookup 9.7 s (issue 32).
+  // When the call under way must be over: one timeout for connecting (resolve, connect,
+  // AUTH, SELECT, INFO), another for the command and its whole reply, each extended by a
+  // microsecond per byte moved (a floor of 1 MB/s, so a large value over a slow link is not
+  // cut off while a reply trickling a byte at a time is). A socket timeout alone bounds
+  // each read, and a server trickling its reply held a lookup 9.7 s (issue 32).
   Clock::time_point deadline{};
-  std::string late;  // why the last send() gave up at the deadline, else empty
+  static constexpr std::chrono::nanoseconds per_byte{1000};
+  std::string late;  // why the last send() failed (at the deadline, or hiredis' errstr), else empty
 
   std::chrono::milliseconds time_left() const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -232,9 +235,23 @@ struct RemoteCache::Connection {
     }
     const BlockedSignal blocked(SIGPIPE);  // a closed connection: EPIPE, not a dead process
     const HiredisApi& api = hiredis();
+    // A call that ends any other way than with a whole reply (an exception included) leaves
+    // no half-sent command or half-read reply behind for the next call to take as its own.
+    struct DropUnlessAnswered {
+      Connection& connection;
+      bool answered = false;
+      ~DropUnlessAnswered() {
+        if (answered) return;
+        if (connection.late.empty() && connection.context) connection.late = connection.context->errstr;
+        connection.context.reset();
+      }
+    } guard{*this};
     if (api.redisAppendCommandArgv(context.get(), static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
       return nullptr;
     }
+    std::size_t sending = 0;
+    for (std::size_t length : lengths) sending += length;
+    deadline += per_byte * static_cast<std::int64_t>(sending);
     // A read or write that timed out because the call's time ran out says so, not EAGAIN.
     const auto failed = [this] {
       if (late.empty() && time_left().count() < 1) late = "no whole answer within " + std::to_string(settings.timeout.count()) + " ms";
@@ -246,8 +263,13 @@ struct RemoteCache::Connection {
     for (;;) {
       void* reply = nullptr;
       if (api.redisGetReplyFromReader(context.get(), &reply) != REDIS_OK) return nullptr;
-      if (reply != nullptr) return Reply(static_cast<redisReply*>(reply));
+      if (reply != nullptr) {
+        guard.answered = true;
+        return Reply(static_cast<redisReply*>(reply));
+      }
+      const std::size_t before = context->reader->len;
       if (!arm() || api.redisBufferRead(context.get()) != REDIS_OK) return failed();
+      deadline += per_byte * static_cast<std::int64_t>(context->reader->len - before);
     }
   }
 
@@ -263,11 +285,11 @@ struct RemoteCache::Connection {
     }
     const BlockedSignal blocked(SIGPIPE);  // a closed connection: EPIPE, not a dead process
     std::string why;
+    refused = false;  // not known yet: a failed resolution must not keep an earlier answer
     const std::string address = address_within(settings.url.host, settings.timeout, why);
     if (address.empty()) return fail(why, problem);
-    refused = false;
     const std::chrono::milliseconds left = time_left();
-    if (left.count() < 1) return fail("resolving '" + settings.url.host + "' used the whole timeout", problem);
+    if (left.count() < 1) return fail("no connection within " + std::to_string(settings.timeout.count()) + " ms (resolving '" + settings.url.host + "' used it)", problem);
     context.reset(api->redisConnectWithTimeout(address.c_str(), settings.url.port, to_timeval(left)));
     if (!context) return fail("cannot allocate a connection", problem);
     if (context->err != 0) {
@@ -312,8 +334,11 @@ struct RemoteCache::Connection {
         return nullptr;
       }
     }
-    deadline = Clock::now() + settings.timeout;  // the call as a whole, connecting included
-    if (!context && (outcome = connect(problem)) != RemoteOutcome::done) return nullptr;
+    if (!context) {
+      deadline = Clock::now() + settings.timeout;  // connecting as a whole
+      if ((outcome = connect(problem)) != RemoteOutcome::done) return nullptr;
+    }
+    deadline = Clock::now() + settings.timeout;  // the command and its whole reply
     Reply reply = send(args);
     if (!reply) {
       outcome = fail(std::string(args.front()) + " failed: " + why_not(), problem);
@@ -464,16 +489,15 @@ RemoteOutcome RemoteCache::put(const std::string& key, const std::string& payloa
   RemoteOutcome outcome{};
   const Reply reply = connection_->command(args, outcome, problem, Access::write);
   if (!reply) {
-    if (outcome == RemoteOutcome::unavailable || outcome == RemoteOutcome::skipped) {
-      // Written before this process releases a fleet lock (write_unwritten).
+    // Written before this process releases a fleet lock (write_unwritten). Not a recipe
+    // index: it merges what other machines added, and written late it would drop theirs.
+    if ((outcome == RemoteOutcome::unavailable || outcome == RemoteOutcome::skipped) && key.rfind("recipes:", 0) != 0) {
       const std::lock_guard<std::mutex> keep(unwritten_mutex_);
-      if (unwritten_bytes_ + bytes.size() <= unwritten_cap) {
-        unwritten_bytes_ += bytes.size();
-        unwritten_.push_back(UnwrittenValue{name, std::move(bytes)});
-      }
+      (void)keep_unwritten(name, std::move(bytes), Clock::now());
     }
     return outcome;
   }
+  forget_unwritten(name);  // answered: an older kept value of the key must not follow it
   if (reply->type == REDIS_REPLY_STATUS) {
     if (saved != nullptr) *saved = saved_bytes;
     return RemoteOutcome::done;
@@ -487,6 +511,7 @@ RemoteOutcome RemoteCache::put(const std::string& key, const std::string& payloa
 RemoteOutcome RemoteCache::remove(const std::string& key, std::string& problem) {
   if (!writes()) return RemoteOutcome::read_only;
   const std::string name = value_key(key);
+  forget_unwritten(name);  // a value removed as bad is never written back later
   const std::lock_guard<std::mutex> lock(mutex_);
   RemoteOutcome outcome{};
   const Reply reply = connection_->command({"DEL", name}, outcome, problem, Access::write);
@@ -593,6 +618,29 @@ RemoteOutcome RemoteCache::compare_and(std::string_view script, std::vector<std:
   return RemoteOutcome::refused;
 }
 
+bool RemoteCache::keep_unwritten(const std::string& name, std::string bytes, Clock::time_point kept) {
+  for (auto it = unwritten_.begin(); it != unwritten_.end(); ++it) {
+    if (it->name != name) continue;
+    unwritten_bytes_ -= it->bytes.size();
+    unwritten_.erase(it);
+    break;
+  }
+  if (unwritten_bytes_ + bytes.size() > unwritten_cap) return false;
+  unwritten_bytes_ += bytes.size();
+  unwritten_.push_back(UnwrittenValue{name, std::move(bytes), kept});
+  return true;
+}
+
+void RemoteCache::forget_unwritten(const std::string& name) {
+  const std::lock_guard<std::mutex> lock(unwritten_mutex_);
+  for (auto it = unwritten_.begin(); it != unwritten_.end(); ++it) {
+    if (it->name != name) continue;
+    unwritten_bytes_ -= it->bytes.size();
+    unwritten_.erase(it);
+    return;
+  }
+}
+
 RemoteOutcome RemoteCache::write_unwritten(std::string& problem) {
   std::vector<UnwrittenValue> values;
   {
@@ -600,15 +648,21 @@ RemoteOutcome RemoteCache::write_unwritten(std::string& problem) {
     values.swap(unwritten_);
     unwritten_bytes_ = 0;
   }
+  if (values.empty() || !writes()) return RemoteOutcome::done;
   RemoteOutcome outcome = RemoteOutcome::done;
   std::size_t next = 0;
   const std::string ttl_ms = std::to_string(std::chrono::milliseconds(settings_.ttl).count());
   lock_connection_->retry_after = {};  // the lock's connection never waits out a back-off
   for (; next < values.size(); ++next) {
+    if (Clock::now() - values[next].kept > unwritten_age) continue;  // dropped: see unwritten_age
     std::vector<std::string_view> args{"SET", values[next].name, values[next].bytes};
     if (settings_.ttl.count() > 0) args.insert(args.end(), {"PX", ttl_ms});
     RemoteOutcome sent{};
     const Reply reply = lock_connection_->command(args, sent, problem, Access::write);
+    if (reply && reply->type == REDIS_REPLY_ERROR) {
+      std::string refusal;  // NOPERM switches writes off, as for any write; the value is dropped
+      (void)write_refused("SET " + values[next].name, reply_text(*reply), refusal);
+    }
     // Unanswered again: kept, with the ones after it, unless nothing listens any more
     // (Redis gone: no lock to release after them either).
     if (!reply && (sent == RemoteOutcome::unavailable || sent == RemoteOutcome::skipped)) {
@@ -617,12 +671,13 @@ RemoteOutcome RemoteCache::write_unwritten(std::string& problem) {
     }
   }
   if (outcome == RemoteOutcome::unavailable) {
+    // Back in front of anything kept meanwhile; a newer value of the same name wins.
     const std::lock_guard<std::mutex> lock(unwritten_mutex_);
-    for (std::size_t i = next; i < values.size(); ++i) {
-      if (unwritten_bytes_ + values[i].bytes.size() > unwritten_cap) break;
-      unwritten_bytes_ += values[i].bytes.size();
-      unwritten_.push_back(std::move(values[i]));
-    }
+    std::vector<UnwrittenValue> newer;
+    newer.swap(unwritten_);
+    unwritten_bytes_ = 0;
+    for (std::size_t i = next; i < values.size(); ++i) (void)keep_unwritten(values[i].name, std::move(values[i].bytes), values[i].kept);
+    for (UnwrittenValue& value : newer) (void)keep_unwritten(value.name, std::move(value.bytes), value.kept);
   }
   return outcome;
 }

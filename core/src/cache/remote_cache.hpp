@@ -7,8 +7,8 @@
 // counted. Nor is it trusted with who may write: a client without a signing key (or set
 // read-only) never writes a value or a lock, and one that Redis refuses a write (NOPERM)
 // stops writing and goes on reading.
-// It is not trusted with availability either: every call is bounded by a timeout (connect
-// and each socket read or write), and a Redis that is down, slow or refuses this client is
+// It is not trusted with availability either: every call is bounded by a timeout
+// (connecting as a whole, then the command with its whole reply), and a Redis that is down, slow or refuses this client is
 // left alone for a back-off period, so later lookups do not each pay the timeout (ended
 // early once Redis answers the lock's own connection, which never waits it out). Nothing
 // here throws, and a dropped connection never raises SIGPIPE in the process.
@@ -60,7 +60,8 @@ struct RemoteTrust {
 struct RemoteSettings {
   RemoteUrl url;
   std::string prefix = remote_key_prefix();
-  std::chrono::milliseconds timeout{50};    // connect, and each socket read or write
+  // Connecting as a whole, and each command with its whole reply, plus 1 us per byte moved.
+  std::chrono::milliseconds timeout{500};
   std::chrono::milliseconds backoff{5000};  // left alone this long after a failure
   std::chrono::seconds ttl{0};              // per entry, 0: none (Redis' maxmemory policy evicts)
   std::shared_ptr<const RemoteTrust> trust = nullptr;  // null: unauthenticated, writes (the lock's own tests)
@@ -210,8 +211,16 @@ class RemoteCache {
   // paused mid-build). Bounded: past unwritten_cap bytes a value is not kept.
   struct UnwrittenValue {
     std::string name, bytes;
+    std::chrono::steady_clock::time_point kept;
   };
   static constexpr std::size_t unwritten_cap = std::size_t{64} << 20;
+  // Older than a fleet lock's default TTL, a kept value is dropped: every lock it could
+  // have held back has expired by then, and it must not hold back later ones for good.
+  static constexpr std::chrono::seconds unwritten_age{30};
+  // Keeps `bytes` for `name` in place of any older kept value of the name (callers hold
+  // unwritten_mutex_); false past the cap.
+  bool keep_unwritten(const std::string& name, std::string bytes, std::chrono::steady_clock::time_point kept);
+  void forget_unwritten(const std::string& name);
   // Writes the unwritten values (callers hold lock_mutex_): done when none is left, else
   // the outcome of the SET that could not be done (unavailable: tried again later).
   RemoteOutcome write_unwritten(std::string& problem);
