@@ -65,18 +65,14 @@ INSTANTIATE_TEST_SUITE_P(Signals, HostileCliReproCrash, ::testing::Values("SIGSE
 // A child that never ends - asleep, burning CPU, or mapping memory - is killed at the
 // child's limits (--time-limit, --memory-limit; red-team finding F8: a 914-byte scenario ran
 // forever) and is a crash verdict, exit 3, naming how it ended; the runner lives.
-TEST(HostileCliReproRunaway, EveryRunawayChildIsKilledAtItsLimit) {
-  struct Case {
-    std::string runaway;
-    std::vector<std::string> limits;
-    std::vector<std::string> endings;  // one of these in the verdict
-  };
-  const std::vector<Case> cases{
-      {"hang", {"--time-limit", "2"}, {"timed out and was killed"}},
-      {"spin", {"--time-limit", "2"}, {"timed out and was killed", "SIGXCPU"}},
-      {"allocate", {"--memory-limit", "512", "--time-limit", "60"}, {"std::bad_alloc", "SIGABRT", "SIGSEGV", "SIGKILL"}},
-  };
-  for (const Case& c : cases) {
+struct RunawayCase {
+  std::string runaway;
+  std::vector<std::string> limits;
+  std::vector<std::string> endings;  // one of these in the verdict
+};
+
+void expect_killed_at_its_limit(const std::vector<RunawayCase>& cases) {
+  for (const RunawayCase& c : cases) {
     TempDir dir;
     std::vector<std::string> args{"repro"};
     args.insert(args.end(), c.limits.begin(), c.limits.end());
@@ -89,6 +85,21 @@ TEST(HostileCliReproRunaway, EveryRunawayChildIsKilledAtItsLimit) {
     EXPECT_TRUE(named) << c.runaway << "\n" << run.all();
     EXPECT_NE(run.all().find(c.runaway + " forever"), std::string::npos) << "the seam ran: " << run.all();
   }
+}
+
+TEST(HostileCliReproRunaway, EveryRunawayChildIsKilledAtItsTimeLimit) {
+  expect_killed_at_its_limit({{"hang", {"--time-limit", "2"}, {"timed out and was killed"}},
+                              {"spin", {"--time-limit", "2"}, {"timed out and was killed", "SIGXCPU"}}});
+}
+
+TEST(HostileCliReproRunaway, AChildMappingMemoryIsKilledAtItsMemoryLimit) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // An address-space limit leaves a sanitized child no room for its shadow memory: it
+  // dies before the seam runs (checked in the default build and on the GPU machine).
+  GTEST_SKIP() << "a sanitizer's shadow memory cannot start under RLIMIT_AS";
+#endif
+  expect_killed_at_its_limit(
+      {{"allocate", {"--memory-limit", "512", "--time-limit", "60"}, {"std::bad_alloc", "SIGABRT", "SIGSEGV", "SIGKILL"}}});
 }
 
 // An out-of-range limit is a usage error (exit 2) naming the option.
