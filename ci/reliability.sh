@@ -2,7 +2,7 @@
 # The reliability lane, run by CI after the tests: the CPU tests under AddressSanitizer +
 # UndefinedBehaviorSanitizer (with leak detection), the concurrent code (cache, NRT,
 # graphs) under ThreadSanitizer, and each libFuzzer target for a bounded time
-# (CUJIT_FUZZ_SECONDS, default 45). Summaries in build/reliability/.
+# (CUJIT_FUZZ_SECONDS, default 30). Summaries in build/reliability/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,10 +12,10 @@ out=build/reliability
 mkdir -p "$out"
 status=0
 # The full mutation campaign runs in ci/test.sh's ctest, unsanitized. Under ASan it checks
-# that cujit's own format checks stay memory-safe on damaged input: 200 mutants per fixture,
+# that cujit's own format checks stay memory-safe on damaged input: 120 mutants per fixture,
 # spread evenly over every kind of damage, cover those paths (fuzz_format searches them
-# further below) at a quarter of the full campaign's 20 minutes of ASan time on CI's 2 cores.
-export CUJIT_MUTATION_BUDGET=200
+# further below) at about a seventh of the full campaign's ASan time on CI's 2 cores.
+export CUJIT_MUTATION_BUDGET=120
 # The stale-code fuzzer's 2,000 steps run in ci/test.sh; under the sanitizers a few hundred
 # cover its code paths (the steps differ only in the files they generate).
 export CUJIT_STALE_FUZZ_STEPS=${CUJIT_STALE_FUZZ_STEPS:-300}
@@ -96,7 +96,7 @@ else
   echo "tsan build failed: $out/tsan-build.log"; tail -20 "$out/tsan-build.log"; status=1
 fi
 
-step "libFuzzer: each target for ${CUJIT_FUZZ_SECONDS:-45} s"
+step "libFuzzer: each target for ${CUJIT_FUZZ_SECONDS:-30} s"
 if cmake --preset fuzz > "$out/fuzz-configure.log" 2>&1 &&
    cmake --build --preset fuzz -j"$jobs" > "$out/fuzz-build.log" 2>&1; then
   for target in format ptx_scanner cache_entry scenario signature; do
@@ -106,7 +106,7 @@ if cmake --preset fuzz > "$out/fuzz-configure.log" 2>&1 &&
     # A target's dictionary (fuzz/dict/<target>.dict), when it has one.
     dict=()
     if [ -f "fuzz/dict/$target.dict" ]; then dict=("-dict=$PWD/fuzz/dict/$target.dict"); fi
-    (cd "$out/crashes/$target" && "../../../fuzz/fuzz/fuzz_$target" -max_total_time="${CUJIT_FUZZ_SECONDS:-45}" \
+    (cd "$out/crashes/$target" && "../../../fuzz/fuzz/fuzz_$target" -max_total_time="${CUJIT_FUZZ_SECONDS:-30}" \
         "${dict[@]}" -print_final_stats=1 "$corpus" > "../../fuzz-$target.log" 2>&1)
     result=$?
     runs=$(grep -oE "stat::number_of_executed_units: [0-9]+" "$out/fuzz-$target.log" | grep -oE "[0-9]+$")
