@@ -9,8 +9,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 preset=${CUJIT_PRESET:-default}
 # The mutation campaign links 200 mutants per fixture here (spread over every kind of damage;
 # about a minute on an idle 2-core machine, several on a loaded one) so that the main job
-# stays near 10 minutes; ci/test.sh and the
-# reliability lane (ci/reliability.sh) run all of them. CUJIT_MUTATION_BUDGET=all overrides.
+# stays near 10 minutes; ci/test.sh links 400, the GPU lane's CPU tests (ci/gpu.sh) all of
+# them. CUJIT_MUTATION_BUDGET=all overrides.
 export CUJIT_MUTATION_BUDGET="${CUJIT_MUTATION_BUDGET:-200}"
 
 cmake --preset "$preset" > /dev/null

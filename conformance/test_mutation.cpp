@@ -8,9 +8,9 @@
 //
 // CUJIT_MUTATION_SCALE=n multiplies the random mutants (default 1) for longer runs by hand.
 // CUJIT_MUTATION_BUDGET=n links n mutants per campaign, spread evenly over its whole list so
-// that every kind of damage keeps its share ("all" or unset: every mutant): CI's tests
-// (ci/test.sh) run the full campaign, the main job (ci/run.sh) and the ASan lane
-// (ci/reliability.sh) a budget.
+// that every kind of damage keeps its share ("all" or unset: every mutant): the GPU lane's
+// CPU tests (ci/gpu.sh, 16 cores) run the full campaign; CI's tests (ci/test.sh: 400), the
+// main job (ci/run.sh: 200) and the ASan lane (ci/reliability.sh: 120) a budget.
 // Each campaign prints a progress line per tenth of its mutants, with counts and an estimate.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -349,7 +349,7 @@ Tally run_campaign(const Campaign& campaign) {
   const std::vector<Mutant> mutants = within_budget(std::move(made), mutation_budget());
   if (mutants.size() < all_mutants) {
     std::cout << "[ campaign ] " << campaign.label << ": " << mutants.size() << " of " << all_mutants
-              << " mutants (CUJIT_MUTATION_BUDGET; ci/reliability.sh runs them all)" << std::endl;
+              << " mutants (CUJIT_MUTATION_BUDGET; the GPU lane's CPU tests run them all)" << std::endl;
   }
   const auto start = std::chrono::steady_clock::now();
   const std::size_t jobs = std::max(2u, std::min(4u, std::thread::hardware_concurrency()));

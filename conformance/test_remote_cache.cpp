@@ -440,6 +440,23 @@ TEST(RemoteCache, AStoppedRedisCostsOneTimeoutThenIsLeftAlone) {
   EXPECT_GE(stats.remote_skipped, 2u);
 }
 
+// A deadline of 0 (or less) ends every call before its reply: the tier is refused with a
+// warning naming the setting, and nothing is sent to Redis.
+TEST(RemoteCache, ATimeoutBelowOneMillisecondIsRefusedWithAWarning) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  test::TempDir temp;
+  for (const long long timeout : {0LL, -5LL}) {
+    CacheConfig config = remote_at(temp.path() / std::to_string(timeout), server.url());
+    config.remote_timeout = std::chrono::milliseconds(timeout);
+    BuildCache cache(config);
+    EXPECT_EQ(cache.remote_url(), "") << timeout;
+    EXPECT_TRUE(has_warning(cache, "remote_timeout is " + std::to_string(timeout) + " ms")) << timeout;
+    EXPECT_EQ(cache.get_or_build(key_of("t"), constant("t")), "t");
+    EXPECT_EQ(server.command({"DBSIZE"}), ":0") << timeout;
+  }
+}
+
 // A host name is resolved by cujit within the timeout, then connected to by address: a
 // name that resolves (localhost) is used like its address; one that never resolves (.invalid,
 // RFC 6761) is one failed call with a warning naming it, resolved or timed out, and the

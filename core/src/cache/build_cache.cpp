@@ -448,6 +448,11 @@ BuildCache::BuildCache(CacheConfig config) : config_(std::move(config)), state_(
     const std::optional<detail::RemoteUrl> url = detail::parse_remote_url(config_.remote, problem);
     if (!detail::remote_built_in()) {
       warn("remote tier not used: CUJIT_CACHE_REMOTE is set, but this cujit was built without hiredis");
+    } else if (config_.remote_timeout.count() < 1) {
+      // Each call's deadline is this timeout: at 0 every call would end before its reply, so
+      // every lookup would be a miss that still costs a connection.
+      warn("remote tier not used: remote_timeout is " + std::to_string(config_.remote_timeout.count()) +
+           " ms; a Redis call needs at least 1 ms (CUJIT_CACHE_REMOTE_TIMEOUT_MS)");
     } else if (!url) {
       warn("remote tier not used: " + problem);
     } else if (auto trust = remote_trust(config_, problem)) {
