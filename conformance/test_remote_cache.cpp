@@ -22,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -739,6 +740,134 @@ TEST_F(RemoteCacheLock, UnansweredValuesAreWrittenBeforeTheReleaseNewestOnlyAndN
   EXPECT_EQ(payload, "newest");
   EXPECT_EQ(server_.command({"EXISTS", remote.value_key("removed")}), ":0");
   EXPECT_EQ(server_.command({"EXISTS", remote.value_key("recipes:index")}), ":0");
+}
+
+// A TCP proxy in front of a real Redis that holds each chunk of Redis' replies for a set
+// delay before passing it on: a Redis that answers every command, just slower (within the
+// client's timeout, so no call fails).
+class DelayingProxy {
+ public:
+  explicit DelayingProxy(int redis_port) : redis_port_(redis_port) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = loopback(0);
+    socklen_t size = sizeof address;
+    if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&address), size) != 0 || ::listen(listener_, 8) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+      problem_ = std::string("cannot listen on loopback: ") + std::strerror(errno);
+      return;
+    }
+    port_ = ntohs(address.sin_port);
+    acceptor_ = std::thread([this] { accept_all(); });
+  }
+  ~DelayingProxy() {
+    stop_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    if (acceptor_.joinable()) acceptor_.join();
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      for (const int fd : sockets_) ::shutdown(fd, SHUT_RDWR);
+    }
+    for (std::thread& thread : forwarders_) thread.join();
+    for (const int fd : sockets_) ::close(fd);
+    ::close(listener_);
+  }
+  DelayingProxy(const DelayingProxy&) = delete;
+  DelayingProxy& operator=(const DelayingProxy&) = delete;
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  const std::string& problem() const { return problem_; }
+  void delay_replies(std::chrono::milliseconds delay) { delay_ms_ = static_cast<int>(delay.count()); }
+
+ private:
+  static sockaddr_in loopback(int port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    return address;
+  }
+  void accept_all() {
+    while (!stop_) {
+      const int client = ::accept(listener_, nullptr, nullptr);
+      if (client < 0) return;
+      const int redis = ::socket(AF_INET, SOCK_STREAM, 0);
+      const sockaddr_in address = loopback(redis_port_);
+      if (redis < 0 || ::connect(redis, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+        ::close(client);
+        if (redis >= 0) ::close(redis);
+        continue;
+      }
+      const std::lock_guard<std::mutex> lock(mutex_);
+      sockets_.insert(sockets_.end(), {client, redis});
+      forwarders_.emplace_back([this, client, redis] { forward(client, redis, false); });
+      forwarders_.emplace_back([this, client, redis] { forward(redis, client, true); });
+    }
+  }
+  void forward(int from, int to, bool delayed) {
+    char buffer[65536];
+    for (;;) {
+      const ssize_t got = ::recv(from, buffer, sizeof buffer, 0);
+      if (got <= 0) break;
+      if (delayed) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_.load()));
+      if (::send(to, buffer, static_cast<std::size_t>(got), MSG_NOSIGNAL) != got) break;
+    }
+    ::shutdown(to, SHUT_WR);
+  }
+
+  int redis_port_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::string problem_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> delay_ms_{0};
+  std::mutex mutex_;
+  std::vector<int> sockets_;
+  std::vector<std::thread> forwarders_;
+  std::thread acceptor_;
+};
+
+// However many values a builder kept unwritten, its release holds the caller (and the lock
+// mutex) for a bounded time: with Redis answering every SET within the timeout but slowly,
+// the release writes what its budget allows, leaves the lock held, and the releaser thread
+// writes the rest before it deletes the lock, so a waiter still never finds a released
+// lock without the values (issue 32's review: the release took one timeout per kept value).
+TEST(RemoteCacheFleetLock, AReleaseHoldsItsCallerABoundedTimeHoweverManyValuesAreKept) {
+  test::RedisServer server;
+  CUJIT_REQUIRE_REDIS(server);
+  DelayingProxy proxy(server.port());
+  ASSERT_EQ(proxy.problem(), "");
+  std::string problem;
+  const auto url = detail::parse_remote_url(proxy.url(), problem);
+  ASSERT_TRUE(url) << problem;
+  detail::RemoteSettings settings{*url};
+  settings.timeout = std::chrono::milliseconds(300);
+  detail::RemoteCache remote(settings);
+  const std::string flight(64, 'b');
+  std::string token;
+  ASSERT_EQ(remote.lock(flight, std::chrono::minutes(1), token, problem), detail::RemoteOutcome::done) << problem;
+  server.kill(SIGSTOP);
+  constexpr int kept = 10;
+  for (int i = 0; i < kept; ++i) (void)remote.put("value-" + std::to_string(i), "bytes " + std::to_string(i), problem);
+  server.kill(SIGCONT);
+  // Each SET answered after 180 ms: ten of them would hold the release 1.8 s; its budget is
+  // two timeouts (600 ms), and it starts no SET after that.
+  proxy.delay_replies(std::chrono::milliseconds(180));
+  const auto written = [&] {
+    int count = 0;
+    for (int i = 0; i < kept; ++i) count += server.command({"EXISTS", remote.value_key("value-" + std::to_string(i))}) == ":1";
+    return count;
+  };
+  EXPECT_EQ(remote.unlock(flight, token, std::chrono::steady_clock::now() + std::chrono::minutes(1)),
+            detail::RemoteOutcome::unavailable);
+  const int by_the_release = written();
+  EXPECT_GE(by_the_release, 1);
+  EXPECT_LT(by_the_release, kept);
+  EXPECT_EQ(server.command({"EXISTS", remote.lock_key(flight)}), ":1") << "released before its values were written";
+  // The releaser thread writes the rest, then releases the lock.
+  for (int i = 0; i < 3000 && server.command({"EXISTS", remote.lock_key(flight)}) == ":1"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(server.command({"EXISTS", remote.lock_key(flight)}), ":0") << "the lock was left to its TTL";
+  EXPECT_EQ(written(), kept);
 }
 
 // A process that ends right after its build (one compile, the CLI) while Redis is stopped:

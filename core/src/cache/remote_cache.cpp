@@ -653,8 +653,15 @@ RemoteOutcome RemoteCache::write_unwritten(std::string& problem) {
   std::size_t next = 0;
   const std::string ttl_ms = std::to_string(std::chrono::milliseconds(settings_.ttl).count());
   lock_connection_->retry_after = {};  // the lock's connection never waits out a back-off
+  const Clock::time_point budget_end = Clock::now() + unwritten_budget * settings_.timeout;
   for (; next < values.size(); ++next) {
     if (Clock::now() - values[next].kept > unwritten_age) continue;  // dropped: see unwritten_age
+    if (next > 0 && Clock::now() >= budget_end) {  // the rest: by the releaser thread
+      outcome = RemoteOutcome::unavailable;
+      problem = "the release's budget for values kept unwritten (" + std::to_string(unwritten_budget) +
+                " timeouts) is spent; " + std::to_string(values.size() - next) + " left for the releaser thread";
+      break;
+    }
     std::vector<std::string_view> args{"SET", values[next].name, values[next].bytes};
     if (settings_.ttl.count() > 0) args.insert(args.end(), {"PX", ttl_ms});
     RemoteOutcome sent{};

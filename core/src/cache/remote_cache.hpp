@@ -222,7 +222,13 @@ class RemoteCache {
   bool keep_unwritten(const std::string& name, std::string bytes, std::chrono::steady_clock::time_point kept);
   void forget_unwritten(const std::string& name);
   // Writes the unwritten values (callers hold lock_mutex_): done when none is left, else
-  // the outcome of the SET that could not be done (unavailable: tried again later).
+  // the outcome of the SET that could not be done (unavailable: tried again later). Each
+  // attempt writes at least one value and starts no further SET after unwritten_budget
+  // timeouts, so a release waits for a bounded time however many values are kept (a Redis
+  // that answers each SET just within the timeout would otherwise hold the caller, and
+  // lock_mutex_, for one timeout per kept value); the rest are written by the releaser
+  // thread before it releases the lock.
+  static constexpr int unwritten_budget = 2;
   RemoteOutcome write_unwritten(std::string& problem);
   std::mutex unwritten_mutex_;
   std::vector<UnwrittenValue> unwritten_;
