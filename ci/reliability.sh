@@ -11,7 +11,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 out=build/reliability
 mkdir -p "$out"
 status=0
-# The full mutation campaign runs in ci/test.sh's ctest, unsanitized. Under ASan it checks
+# ci/test.sh links 400 mutants per campaign, unsanitized; the full campaign runs only in the
+# GPU lane's CPU tests (ci/gpu.sh, run by hand on the GPU machine). Under ASan it checks
 # that cujit's own format checks stay memory-safe on damaged input: 120 mutants per fixture,
 # spread evenly over every kind of damage, cover those paths (fuzz_format searches them
 # further below) at about a seventh of the full campaign's ASan time on CI's 2 cores.

@@ -27,9 +27,10 @@ namespace cujit::cli {
 namespace {
 
 constexpr const char* columns[] = {"cujit-nvjitlink", "cujit-driver", "numba-cuda", "cuda.core", "cupy"};
-// One scenario's cujit run may compile, link and launch several steps; far more than that
-// is a hang, reported as the cell's outcome.
-constexpr int scenario_timeout_ms = 300'000;
+// Each scenario's `cujit repro` gets the table's --time-limit and --memory-limit for its
+// isolated child, which the child's own spawner enforces; this much longer for the parent
+// (it writes the bundle after the child) before it counts as a hang of its own.
+constexpr unsigned parent_grace_s = 60;
 
 struct Cell {
   std::string verdict;  // "as expected", "needs a device", "not in file", "reproduced", ...
@@ -58,18 +59,23 @@ std::string backend_verdict(const nlohmann::json& bundle, const std::string& bac
 
 // cujit's two cells for one file.
 std::pair<Cell, Cell> cujit_cells(const std::filesystem::path& file, const std::filesystem::path& out,
-                                  const std::string& stem, std::string& environment) {
-  ChildSpec child = child_spec({self_executable(), "repro", "--json", "--no-replays", "--", file.string()});
+                                  const std::string& stem, const ReproOptions& options, std::string& environment) {
+  ChildSpec child = child_spec({self_executable(), "repro", "--json", "--no-replays", "--time-limit",
+                                std::to_string(options.time_limit_s), "--memory-limit",
+                                std::to_string(options.memory_limit_mib), "--", file.string()});
   child.out = Sink::capture;
   child.err = Sink::capture;
-  child.timeout_ms = scenario_timeout_ms;
+  // 0: no limit for the child, and none here either.
+  if (options.time_limit_s > 0) child.timeout_ms = static_cast<int>((options.time_limit_s + parent_grace_s) * 1000);
   std::string output, errors;
   const ChildExit exit = run_child(child, [&](Stream stream, std::string_view text) {
     if (stream == Stream::out) output.append(text);
     if (stream == Stream::err) errors.append(text);
   });
   const std::string log = "logs/" + stem + ".cujit.txt";
-  write_file(out / log, "$ cujit repro --json --no-replays -- " + file.string() + "\n" + output +
+  write_file(out / log, "$ cujit repro --json --no-replays --time-limit " + std::to_string(options.time_limit_s) +
+                            " --memory-limit " + std::to_string(options.memory_limit_mib) + " -- " + file.string() +
+                            "\n" + output +
                             (errors.empty() ? "" : "--- stderr ---\n" + errors) + "[" + describe(exit) + "]\n");
   Cell nvjitlink{"", log, "", true}, driver{"", log, "", true};
   const nlohmann::json bundle = nlohmann::json::parse(output, nullptr, false);
@@ -157,7 +163,7 @@ int repro_table(const ReproOptions& options) {
     const std::string stem = safe_name(file.stem().string());
     std::cerr << "cujit repro --all: " << printable(file.filename().string()) << "\n";
     std::map<std::string, Cell> cells;
-    auto [nvjitlink, driver] = cujit_cells(std::filesystem::absolute(file), out, stem, environment);
+    auto [nvjitlink, driver] = cujit_cells(std::filesystem::absolute(file), out, stem, options, environment);
     cells["cujit-nvjitlink"] = nvjitlink;
     cells["cujit-driver"] = driver;
     holds = holds && nvjitlink.holds && driver.holds;

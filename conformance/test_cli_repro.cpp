@@ -266,5 +266,27 @@ TEST(CliReproTable, AllStacksWritesOneTableWhoseCellsLinkTheirLogs) {
   EXPECT_EQ(repro_with({"--stacks", "x.json"}, {}, fake.dir.path()).exit_code, 2);
 }
 
+// --all gives each scenario's isolated child the table's --time-limit: a scenario whose
+// child never ends (the hang seam) is killed at that limit and is its cell's verdict; the
+// table is written and its exit says a cujit verdict did not hold (red-team F8, whose
+// fixed 300 s limit --all kept).
+TEST(CliReproTable, EachScenarioChildIsKilledAtTheTablesTimeLimit) {
+  FakeStacks fake;
+  fake.scenario("hangs", "ok", R"({"outcome": "success"})");
+  const auto out_dir = fake.dir.path() / "out";
+  auto env = fake.env();
+  env.emplace_back("CUJIT_TEST_REPRO_CRASH", "hang");
+  const auto run = repro_with({"--all", (fake.dir.path() / "set" / "repro").string(), "--out", out_dir.string(),
+                               "--time-limit", "2"},
+                              env, fake.dir.path());
+  EXPECT_EQ(run.exit_code, 1) << run.all();
+  const auto doc = nlohmann::json::parse(test::read_bytes(out_dir / "verdicts.json"));
+  ASSERT_EQ(doc["rows"].size(), 1u) << doc.dump();
+  EXPECT_EQ(doc["rows"][0]["cells"]["cujit-nvjitlink"]["verdict"], "crashed") << doc.dump();
+  const std::string log = test::read_bytes(out_dir / "logs" / "hangs.cujit.txt");
+  EXPECT_NE(log.find("timed out and was killed"), std::string::npos) << log;
+  EXPECT_NE(log.find("hang forever"), std::string::npos) << "the seam ran: " << log;
+}
+
 }  // namespace
 }  // namespace cujit

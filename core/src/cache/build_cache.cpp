@@ -452,7 +452,7 @@ BuildCache::BuildCache(CacheConfig config) : config_(std::move(config)), state_(
       // Each call's deadline is this timeout: at 0 every call would end before its reply, so
       // every lookup would be a miss that still costs a connection.
       warn("remote tier not used: remote_timeout is " + std::to_string(config_.remote_timeout.count()) +
-           " ms; a Redis call needs at least 1 ms (CUJIT_CACHE_REMOTE_TIMEOUT_MS)");
+           " ms (CacheConfig::remote_timeout or CUJIT_CACHE_REMOTE_TIMEOUT_MS); a Redis call needs at least 1 ms");
     } else if (!url) {
       warn("remote tier not used: " + problem);
     } else if (auto trust = remote_trust(config_, problem)) {

@@ -8,6 +8,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -633,6 +634,7 @@ bool RemoteCache::keep_unwritten(const std::string& name, std::string bytes, Clo
 
 void RemoteCache::forget_unwritten(const std::string& name) {
   const std::lock_guard<std::mutex> lock(unwritten_mutex_);
+  if (unwritten_taken_out_) forgotten_taken_.push_back(name);
   for (auto it = unwritten_.begin(); it != unwritten_.end(); ++it) {
     if (it->name != name) continue;
     unwritten_bytes_ -= it->bytes.size();
@@ -641,51 +643,64 @@ void RemoteCache::forget_unwritten(const std::string& name) {
   }
 }
 
-RemoteOutcome RemoteCache::write_unwritten(std::string& problem) {
+RemoteOutcome RemoteCache::write_unwritten(std::string& problem, bool bounded) {
   std::vector<UnwrittenValue> values;
   {
     const std::lock_guard<std::mutex> lock(unwritten_mutex_);
     values.swap(unwritten_);
     unwritten_bytes_ = 0;
+    unwritten_taken_out_ = true;
+    forgotten_taken_.clear();
   }
-  if (values.empty() || !writes()) return RemoteOutcome::done;
+  const auto forgotten = [this](const std::string& name) {  // callers hold unwritten_mutex_
+    return std::find(forgotten_taken_.begin(), forgotten_taken_.end(), name) != forgotten_taken_.end();
+  };
   RemoteOutcome outcome = RemoteOutcome::done;
   std::size_t next = 0;
-  const std::string ttl_ms = std::to_string(std::chrono::milliseconds(settings_.ttl).count());
-  lock_connection_->retry_after = {};  // the lock's connection never waits out a back-off
-  const Clock::time_point budget_end = Clock::now() + unwritten_budget * settings_.timeout;
-  for (; next < values.size(); ++next) {
-    if (Clock::now() - values[next].kept > unwritten_age) continue;  // dropped: see unwritten_age
-    if (next > 0 && Clock::now() >= budget_end) {  // the rest: by the releaser thread
-      outcome = RemoteOutcome::unavailable;
-      problem = "the release's budget for values kept unwritten (" + std::to_string(unwritten_budget) +
-                " timeouts) is spent; " + std::to_string(values.size() - next) + " left for the releaser thread";
-      break;
-    }
-    std::vector<std::string_view> args{"SET", values[next].name, values[next].bytes};
-    if (settings_.ttl.count() > 0) args.insert(args.end(), {"PX", ttl_ms});
-    RemoteOutcome sent{};
-    const Reply reply = lock_connection_->command(args, sent, problem, Access::write);
-    if (reply && reply->type == REDIS_REPLY_ERROR) {
-      std::string refusal;  // NOPERM switches writes off, as for any write; the value is dropped
-      (void)write_refused("SET " + values[next].name, reply_text(*reply), refusal);
-    }
-    // Unanswered again: kept, with the ones after it, unless nothing listens any more
-    // (Redis gone: no lock to release after them either).
-    if (!reply && (sent == RemoteOutcome::unavailable || sent == RemoteOutcome::skipped)) {
-      outcome = lock_connection_->refused ? RemoteOutcome::done : RemoteOutcome::unavailable;
-      break;
+  if (!values.empty() && writes()) {
+    const std::string ttl_ms = std::to_string(std::chrono::milliseconds(settings_.ttl).count());
+    lock_connection_->retry_after = {};  // the lock's connection never waits out a back-off
+    const Clock::time_point budget_end = Clock::now() + unwritten_budget * settings_.timeout;
+    for (; next < values.size(); ++next) {
+      if (Clock::now() - values[next].kept > unwritten_age) continue;  // dropped: see unwritten_age
+      if (bounded && next > 0 && Clock::now() >= budget_end) {  // the rest: the releaser thread's
+        outcome = RemoteOutcome::unavailable;
+        break;
+      }
+      {
+        const std::lock_guard<std::mutex> lock(unwritten_mutex_);
+        if (forgotten(values[next].name)) continue;
+      }
+      std::vector<std::string_view> args{"SET", values[next].name, values[next].bytes};
+      if (settings_.ttl.count() > 0) args.insert(args.end(), {"PX", ttl_ms});
+      RemoteOutcome sent{};
+      const Reply reply = lock_connection_->command(args, sent, problem, Access::write);
+      if (reply && reply->type == REDIS_REPLY_ERROR) {
+        std::string refusal;  // NOPERM switches writes off, as for any write; the value is dropped
+        (void)write_refused("SET " + values[next].name, reply_text(*reply), refusal);
+      }
+      // Unanswered again: kept, with the ones after it, unless nothing listens any more
+      // (Redis gone: no lock to release after them either).
+      if (!reply && (sent == RemoteOutcome::unavailable || sent == RemoteOutcome::skipped)) {
+        outcome = lock_connection_->refused ? RemoteOutcome::done : RemoteOutcome::unavailable;
+        break;
+      }
     }
   }
+  const std::lock_guard<std::mutex> lock(unwritten_mutex_);
   if (outcome == RemoteOutcome::unavailable) {
-    // Back in front of anything kept meanwhile; a newer value of the same name wins.
-    const std::lock_guard<std::mutex> lock(unwritten_mutex_);
+    // Back in front of anything kept meanwhile; a newer value of the same name wins, and
+    // one forgotten meanwhile stays forgotten.
     std::vector<UnwrittenValue> newer;
     newer.swap(unwritten_);
     unwritten_bytes_ = 0;
-    for (std::size_t i = next; i < values.size(); ++i) (void)keep_unwritten(values[i].name, std::move(values[i].bytes), values[i].kept);
+    for (std::size_t i = next; i < values.size(); ++i) {
+      if (!forgotten(values[i].name)) (void)keep_unwritten(values[i].name, std::move(values[i].bytes), values[i].kept);
+    }
     for (UnwrittenValue& value : newer) (void)keep_unwritten(value.name, std::move(value.bytes), value.kept);
   }
+  unwritten_taken_out_ = false;
+  forgotten_taken_.clear();
   return outcome;
 }
 
@@ -695,7 +710,7 @@ RemoteOutcome RemoteCache::unlock(const std::string& flight, const std::string& 
   {
     const std::lock_guard<std::mutex> lock(lock_mutex_);
     const std::string name = lock_key(flight);
-    outcome = write_unwritten(problem);
+    outcome = write_unwritten(problem, true);
     if (outcome == RemoteOutcome::done) outcome = compare_and(compare_and_delete, {"DEL", name}, flight, token, problem);
   }
   if (outcome == RemoteOutcome::unavailable) unlock_later(flight, token, expires);
@@ -737,7 +752,7 @@ void RemoteCache::release_pending() noexcept {
         std::string problem;
         const std::lock_guard<std::mutex> turn(lock_mutex_);
         const std::string name = lock_key(pending.flight);
-        outcome = write_unwritten(problem);
+        outcome = write_unwritten(problem, false);
         if (outcome == RemoteOutcome::done) {
           outcome = compare_and(compare_and_delete, {"DEL", name}, pending.flight, pending.token, problem);
         }

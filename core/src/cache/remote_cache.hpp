@@ -222,14 +222,20 @@ class RemoteCache {
   bool keep_unwritten(const std::string& name, std::string bytes, std::chrono::steady_clock::time_point kept);
   void forget_unwritten(const std::string& name);
   // Writes the unwritten values (callers hold lock_mutex_): done when none is left, else
-  // the outcome of the SET that could not be done (unavailable: tried again later). Each
-  // attempt writes at least one value and starts no further SET after unwritten_budget
-  // timeouts, so a release waits for a bounded time however many values are kept (a Redis
-  // that answers each SET just within the timeout would otherwise hold the caller, and
-  // lock_mutex_, for one timeout per kept value); the rest are written by the releaser
-  // thread before it releases the lock.
+  // the outcome of the SET that could not be done (unavailable: tried again later). With
+  // `bounded` (a release's caller) it starts no further SET once unwritten_budget timeouts
+  // have passed since its first, so that a Redis answering each SET just within the timeout
+  // cannot hold the caller (and lock_mutex_) for one timeout per kept value; the releaser
+  // thread, unbounded, writes the rest before it releases the lock, and a cache being
+  // destroyed waits for that round as for any release under way.
   static constexpr int unwritten_budget = 2;
-  RemoteOutcome write_unwritten(std::string& problem);
+  RemoteOutcome write_unwritten(std::string& problem, bool bounded);
+  // A value forgotten (removed as bad, or written anew) while a release has it taken out is
+  // not sent and not kept again; only a SET already on its way when it is forgotten can
+  // still land after the forgetting caller's own DEL or SET (one call's window; waiting
+  // for it would hold that caller, and the cache's other calls, for the release's writes).
+  bool unwritten_taken_out_ = false;         // under unwritten_mutex_
+  std::vector<std::string> forgotten_taken_;  // under unwritten_mutex_: forgotten meanwhile
   std::mutex unwritten_mutex_;
   std::vector<UnwrittenValue> unwritten_;
   std::size_t unwritten_bytes_ = 0;
