@@ -492,21 +492,27 @@ std::string all_warnings(const BuildCache& cache) {
   return text;
 }
 
+// A socket listening on a free loopback port for the fake servers below: the port, or 0
+// with why in `problem`.
+int listen_on_loopback(int& listener, std::string& problem) {
+  listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&address), size) != 0 || ::listen(listener, 8) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+    problem = std::string("cannot listen on loopback: ") + std::strerror(errno);
+    return 0;
+  }
+  return ntohs(address.sin_port);
+}
+
 class TricklingServer {
  public:
   TricklingServer() {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t size = sizeof address;
-    if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&address), size) != 0 || ::listen(listener_, 4) != 0 ||
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
-      problem_ = std::string("cannot listen on loopback: ") + std::strerror(errno);
-      return;
-    }
-    port_ = ntohs(address.sin_port);
-    thread_ = std::thread([this] { serve(); });
+    port_ = listen_on_loopback(listener_, problem_);
+    if (port_ != 0) thread_ = std::thread([this] { serve(); });
   }
   ~TricklingServer() {
     stop_ = true;
@@ -748,16 +754,8 @@ TEST_F(RemoteCacheLock, UnansweredValuesAreWrittenBeforeTheReleaseNewestOnlyAndN
 class DelayingProxy {
  public:
   explicit DelayingProxy(int redis_port) : redis_port_(redis_port) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address = loopback(0);
-    socklen_t size = sizeof address;
-    if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&address), size) != 0 || ::listen(listener_, 8) != 0 ||
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
-      problem_ = std::string("cannot listen on loopback: ") + std::strerror(errno);
-      return;
-    }
-    port_ = ntohs(address.sin_port);
-    acceptor_ = std::thread([this] { accept_all(); });
+    port_ = listen_on_loopback(listener_, problem_);
+    if (port_ != 0) acceptor_ = std::thread([this] { accept_all(); });
   }
   ~DelayingProxy() {
     stop_ = true;
