@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -492,38 +493,59 @@ std::string all_warnings(const BuildCache& cache) {
   return text;
 }
 
-// A socket listening on a free loopback port for the fake servers below: the port, or 0
-// with why in `problem`.
-int listen_on_loopback(int& listener, std::string& problem) {
-  listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&address), size) != 0 || ::listen(listener, 8) != 0 ||
-      ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
-    problem = std::string("cannot listen on loopback: ") + std::strerror(errno);
-    return 0;
-  }
-  return ntohs(address.sin_port);
-}
-
-class TricklingServer {
+// A fake server's loopback side, shared by the fakes below: a listener on a free port, one
+// thread that serves it, and the stop (the flag, the listener shut so that accept returns,
+// the thread joined). A derived fake calls stop_serving() first in its own destructor, so
+// the thread never runs on its members once they are gone.
+class LoopbackServer {
  public:
-  TricklingServer() {
-    port_ = listen_on_loopback(listener_, problem_);
-    if (port_ != 0) thread_ = std::thread([this] { serve(); });
-  }
-  ~TricklingServer() {
-    stop_ = true;
-    ::shutdown(listener_, SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-    ::close(listener_);
-  }
-  TricklingServer(const TricklingServer&) = delete;
-  TricklingServer& operator=(const TricklingServer&) = delete;
+  LoopbackServer(const LoopbackServer&) = delete;
+  LoopbackServer& operator=(const LoopbackServer&) = delete;
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   const std::string& problem() const { return problem_; }
+
+ protected:
+  LoopbackServer() = default;
+  ~LoopbackServer() {
+    stop_serving();
+    ::close(listener_);
+  }
+  // Listens, then runs `serve` on the thread; problem() says why not.
+  void start(std::function<void()> serve) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof address;
+    if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&address), size) != 0 ||
+        ::listen(listener_, 8) != 0 || ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+      problem_ = std::string("cannot listen on loopback: ") + std::strerror(errno);
+      return;
+    }
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread(std::move(serve));
+  }
+  void stop_serving() {
+    stop_ = true;
+    if (listener_ >= 0) ::shutdown(listener_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  int listener_ = -1;
+  std::atomic<bool> stop_{false};
+
+ private:
+  int port_ = 0;
+  std::string problem_;
+  std::thread thread_;
+};
+
+class TricklingServer : public LoopbackServer {
+ public:
+  TricklingServer() { start([this] { serve(); }); }
+  ~TricklingServer() { stop_serving(); }
+  TricklingServer(const TricklingServer&) = delete;
+  TricklingServer& operator=(const TricklingServer&) = delete;
 
  private:
   void serve() {
@@ -543,11 +565,6 @@ class TricklingServer {
     ::close(client);
   }
 
-  int listener_ = -1;
-  int port_ = 0;
-  std::string problem_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
 };
 
 TEST(RemoteCache, AReplyThatTricklesInEndsAtTheCallsDeadline) {
@@ -751,28 +768,20 @@ TEST_F(RemoteCacheLock, UnansweredValuesAreWrittenBeforeTheReleaseNewestOnlyAndN
 // A TCP proxy in front of a real Redis that holds each chunk of Redis' replies for a set
 // delay before passing it on: a Redis that answers every command, just slower (within the
 // client's timeout, so no call fails).
-class DelayingProxy {
+class DelayingProxy : public LoopbackServer {
  public:
-  explicit DelayingProxy(int redis_port) : redis_port_(redis_port) {
-    port_ = listen_on_loopback(listener_, problem_);
-    if (port_ != 0) acceptor_ = std::thread([this] { accept_all(); });
-  }
+  explicit DelayingProxy(int redis_port) : redis_port_(redis_port) { start([this] { accept_all(); }); }
   ~DelayingProxy() {
-    stop_ = true;
-    ::shutdown(listener_, SHUT_RDWR);
-    if (acceptor_.joinable()) acceptor_.join();
+    stop_serving();
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       for (const int fd : sockets_) ::shutdown(fd, SHUT_RDWR);
     }
     for (std::thread& thread : forwarders_) thread.join();
     for (const int fd : sockets_) ::close(fd);
-    ::close(listener_);
   }
   DelayingProxy(const DelayingProxy&) = delete;
   DelayingProxy& operator=(const DelayingProxy&) = delete;
-  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
-  const std::string& problem() const { return problem_; }
   void delay_replies(std::chrono::milliseconds delay) { delay_ms_ = static_cast<int>(delay.count()); }
 
  private:
@@ -812,15 +821,10 @@ class DelayingProxy {
   }
 
   int redis_port_;
-  int listener_ = -1;
-  int port_ = 0;
-  std::string problem_;
-  std::atomic<bool> stop_{false};
   std::atomic<int> delay_ms_{0};
   std::mutex mutex_;
   std::vector<int> sockets_;
   std::vector<std::thread> forwarders_;
-  std::thread acceptor_;
 };
 
 // However many values a builder kept unwritten, its release holds the caller (and the lock
