@@ -2,10 +2,14 @@
 // embedded code kinds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cujit/format.hpp"
 #include "support/fixtures.hpp"
@@ -399,6 +403,77 @@ TEST(HostileFormatChecks, APtxNameOverTheLimitIsRefusedInEveryField) {
   const std::string commented = at_limit[0].ptx + "// " + std::string(4 * max_linker_name_length, 'c') +
                                 "\n/* " + std::string(4 * max_linker_name_length, 'c') + " */\n";
   EXPECT_EQ(integrity_problem(Format::ptx, commented), "");
+}
+
+// The name check looks only at every max_linker_name_length-th byte unless one of them lies
+// in a run over the limit (format.cpp says why that finds every such run). Checked here
+// against an exact scan written apart, on texts whose long runs start at random offsets
+// around the stride's multiples, some inside comments, at the limit and one over it.
+std::size_t longest_name_outside_comments(const std::string& text) {
+  const auto name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '$' || c == '%';
+  };
+  std::size_t longest = 0, at = 0;
+  while (at < text.size()) {
+    if (text.compare(at, 2, "//") == 0) {
+      at = std::min(text.find('\n', at), text.size());
+    } else if (text.compare(at, 2, "/*") == 0) {
+      const std::size_t end = text.find("*/", at + 2);
+      at = end == std::string::npos ? text.size() : end + 2;
+    } else if (name_char(text[at])) {
+      const std::size_t start = at;
+      while (at < text.size() && name_char(text[at])) ++at;
+      longest = std::max(longest, at - start);
+    } else {
+      ++at;
+    }
+  }
+  return longest;
+}
+
+TEST(PtxNameCheck, TheStrideShortcutAgreesWithAnExactScan) {
+  constexpr std::size_t limit = max_linker_name_length;
+  std::mt19937_64 random(20261128);
+  const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(random() % n); };
+  int refused = 0, sound = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::string text = ".version 8.0\n.target sm_90\n";
+    const std::size_t runs = 1 + pick(3);
+    for (std::size_t r = 0; r < runs; ++r) {
+      // Filler up to a random offset around the next multiple of the limit, then one long run.
+      const std::size_t multiple = (text.size() / limit + 1 + pick(2)) * limit;
+      const std::size_t length = std::vector<std::size_t>{limit - 1, limit, limit + 1, limit + 2, 2 * limit + 1}[pick(5)];
+      const std::size_t start = multiple - std::min(multiple - text.size(), pick(length + 2));
+      while (text.size() < start) text += pick(8) == 0 ? std::string("\n") : std::string(pick(2) ? "ab_1 " : "%r7, ");
+      text.resize(start);
+      const int where = static_cast<int>(pick(4));  // 0, 1: code; 2: line comment; 3: block comment
+      const std::string run(length, "aZ9_$%"[pick(6)]);
+      if (where == 2) text += "// " + run + "\n";
+      else if (where == 3) text += "/* " + run + " */";
+      else text += run + (pick(2) ? " " : ";\n");
+    }
+    const bool too_long = longest_name_outside_comments(text) > limit;
+    const std::string problem = integrity_problem(Format::ptx, text);
+    EXPECT_EQ(!problem.empty(), too_long) << "round " << round << " (" << text.size() << " bytes): '"
+                                          << problem.substr(0, 200) << "'";
+    (too_long ? refused : sound) += 1;
+  }
+  // Both answers were asked for often enough to mean something.
+  EXPECT_GT(refused, 50);
+  EXPECT_GT(sound, 50);
+  // A run one over the limit fits between two looks only if they are further apart than the
+  // limit: starts swept around the first multiples catch a stride a few bytes too long.
+  for (std::size_t k = 1; k <= 3; ++k) {
+    for (std::size_t start = k * limit - 8; start <= k * limit + 8; ++start) {
+      for (const std::size_t length : {limit, limit + 1}) {
+        std::string text = ".version 8.0\n.target sm_90\n";
+        text.resize(start, ' ');
+        text += std::string(length, 'q') + "\n";
+        EXPECT_EQ(integrity_problem(Format::ptx, text).empty(), length == limit)
+            << "a run of " << length << " at byte " << start;
+      }
+    }
+  }
 }
 
 // scale_kernel.cubin with its last symbol renamed to `length` characters: the string table

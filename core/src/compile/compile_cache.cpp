@@ -125,10 +125,11 @@ CachedCompile compile_cached(const Program& program, const CompileOptions& optio
     return CachedCompile{std::move(*made), CacheSource::built, {}};
   }
   const CacheKey key = recipe_key(program, options, inputs);
-  const std::string digest = key.digest();
-  // The first look counts hits and misses, the second (in the flight) only hits.
+  // The first look counts hits and misses, the second (in the flight) only hits. The key's
+  // digest is taken by the lookup; a hit takes it once (it hashes every header's content).
   CacheSource from = CacheSource::built;
   if (auto hit = stored_result(program, options, cache, key, from, BuildCache::Count::hit)) return std::move(*hit);
+  const std::string digest = key.digest();
 
   const std::string payload = cache.run_once(digest, [&](CacheSource& source) {
     if (auto hit = stored_result(program, options, cache, key, source, BuildCache::Count::retry)) {
