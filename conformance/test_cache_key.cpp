@@ -2,6 +2,10 @@
 // link_key) are tested field by field in test_compile_cache.cpp.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+
+#include "cache/content_digest.hpp"
 #include "cujit/cache_key.hpp"
 
 namespace cujit {
@@ -34,6 +38,48 @@ TEST(CacheKey, CarriesSchemaAndCujitVersionButNoToolOfItsOwn) {
 
 TEST(Sha256, KnownDigest) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+// The digest memo (cache/content_digest.hpp) answers from a comparison of the whole bytes,
+// never from where they are or what they start with: bytes changed in place, at the same
+// address and size, anywhere (the fingerprint looks at a start, a middle and an end only),
+// get the digest of what they hold now. Differential against SHA-256 taken each time.
+TEST(ContentDigest, BytesChangedInPlaceGetTheirOwnDigest) {
+  std::mt19937 random(7);
+  std::string text(4096, 'x');
+  for (char& c : text) c = static_cast<char>('a' + random() % 26);
+  EXPECT_EQ(detail::content_digest(text), sha256_hex(text));
+  for (int round = 0; round < 2000; ++round) {
+    const char* before = text.data();
+    text[random() % text.size()] = static_cast<char>('a' + random() % 26);
+    ASSERT_EQ(text.data(), before);
+    ASSERT_EQ(detail::content_digest(text), sha256_hex(text)) << "round " << round;
+    ASSERT_EQ(detail::content_digest(text), sha256_hex(text)) << "round " << round << ", asked again";
+  }
+  // Below the memo's threshold, and at sizes around it, too.
+  for (const std::size_t size : {std::size_t{0}, std::size_t{1}, detail::memo_min_bytes - 1, detail::memo_min_bytes,
+                                 detail::memo_min_bytes + 1}) {
+    const std::string bytes(size, 'q');
+    EXPECT_EQ(detail::content_digest(bytes), sha256_hex(bytes)) << size;
+  }
+}
+
+TEST(ContentDigest, RepeatsAreAnsweredFromTheMemoWithinItsBound) {
+  const std::string text(8192, 'h');
+  (void)detail::content_digest(text);
+  const std::size_t hits = detail::content_digest_counts().hits;
+  EXPECT_EQ(detail::content_digest(text), sha256_hex(text));
+  EXPECT_EQ(detail::content_digest_counts().hits, hits + 1);
+  // Distinct large items beyond the bound: the oldest go, the bytes held stay bounded, and
+  // every answer is still the SHA-256 of its bytes.
+  for (int i = 0; i < 12; ++i) {
+    std::string big(detail::memo_max_item_bytes, static_cast<char>('A' + i));
+    EXPECT_EQ(detail::content_digest(big), sha256_hex(big)) << i;
+    EXPECT_LE(detail::content_digest_counts().bytes, detail::memo_max_bytes);
+  }
+  const std::string over(detail::memo_max_item_bytes + 1, 'z');
+  EXPECT_EQ(detail::content_digest(over), sha256_hex(over));
+  EXPECT_EQ(detail::content_digest(text), sha256_hex(text));
 }
 
 }  // namespace

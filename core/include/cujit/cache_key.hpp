@@ -49,7 +49,8 @@ class CacheKey {
   /// What is built, as given to the constructor.
   const std::string& kind() const noexcept { return kind_; }
   /// The labelled fields as text, for diagnostics ("label=value" lines).
-  const std::string& description() const noexcept { return description_; }
+  /// Made from the fields when asked: a lookup pays nothing for it.
+  std::string description() const;
 
   /// The fields as a recipe, for miss explanations: computed here from the key's bytes (a
   /// digest per field), so that making a key for a lookup costs nothing more than before.
@@ -58,12 +59,11 @@ class CacheKey {
   std::string field(std::string_view label) const;
 
   /// The version of the key layout, in every key: a new layout misses every old entry.
-  static constexpr int schema_version = 3;
+  static constexpr int schema_version = 4;
 
  private:
   std::string kind_;
   std::string stream_;
-  std::string description_;
   // Where each field lies in stream_, for recipe(): offsets only, so add() stays cheap.
   struct Span {
     std::uint32_t label_at, label_size, value_at, value_size;

@@ -44,11 +44,22 @@ CacheKey& CacheKey::add_span(std::string_view label, std::string_view value, std
   span.label_size = static_cast<std::uint32_t>(label.size());
   span.value_size = static_cast<std::uint32_t>(value.size());
   spans_.push_back(span);
-  description_ += std::string(label) + "=" +
-                  (value.size() > 80 ? "<" + std::to_string(value.size()) + " bytes>"
-                                     : std::string(value)) +
-                  "\n";
   return *this;
+}
+
+std::string CacheKey::description() const {
+  std::string out;
+  for (const Span& span : spans_) {
+    const std::string_view value(stream_.data() + span.value_at, span.value_size);
+    out.append(stream_.data() + span.label_at, span.label_size).append("=");
+    if (value.size() > 80) {
+      out += "<" + std::to_string(value.size()) + " bytes>";
+    } else {
+      out += value;
+    }
+    out += '\n';
+  }
+  return out;
 }
 
 CacheKey& CacheKey::add(std::string_view label, long long value) {

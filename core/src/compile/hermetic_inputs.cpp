@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "cache/content_digest.hpp"
 #include "cujit/cache_key.hpp"
 #include "cujit/error.hpp"
 #include "compile/header_stamps.hpp"
@@ -698,8 +699,10 @@ HermeticInputs HermeticInputs::resolve_reading(const Program& program, const Com
   for (std::size_t i = 0; i < out.files_.size(); ++i) index_of.try_emplace(out.files_[i]->name, i);
   for (const auto& file : out.files_) {
     out.key_fields_.push_back(file->name);
-    // The program and the caller's headers are keyed by their text; files by digest.
-    out.key_fields_.push_back(file->data->digest.empty() ? file->data->content : file->data->digest);
+    // Every file by the digest of its content: a file read from disk has one already, the
+    // program and the caller's headers get theirs from the memo (a process keys the same
+    // texts again and again: NRT's headers in every KernelBuilder compile).
+    out.key_fields_.push_back(file->data->digest.empty() ? content_digest(file->data->content) : file->data->digest);
     std::string targets;
     for (const std::string& name : file->replacements) {
       if (const auto found = index_of.find(name); found != index_of.end()) {

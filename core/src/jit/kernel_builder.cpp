@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "cache/content_digest.hpp"
 #include "cujit/abi.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
@@ -96,7 +97,7 @@ KernelBuilder::KernelBuilder(std::string kernel_name, KernelOptions options, Bui
       .add("nrt_override", options_.nrt ? (*options_.nrt ? 1 : 0) : -1);
   add_link_flags(memo_fields_, link.flags);
   for (const Header& header : compile.headers) {
-    memo_fields_.add("header", header.name).add("header_digest", sha256_hex(header.content));
+    memo_fields_.add("header", header.name).add("header_digest", detail::content_digest(header.content));
   }
   seal_memo_fields();
 }
@@ -113,7 +114,7 @@ void KernelBuilder::name_in_memo(std::string_view role, const LinkableCode& code
       .add("format", to_string(code.format()))
       .add("name", code.name())
       .add("nrt", code.nrt() ? 1 : 0)
-      .add("digest", sha256_hex(code.bytes()));
+      .add("digest", detail::content_digest(code.bytes()));
 }
 
 // A build that depends on files that can change while the process runs goes through the

@@ -1,5 +1,6 @@
 #include "cujit/reduce.hpp"
 
+#include "cache/content_digest.hpp"
 #include "cujit/cache_key.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/error.hpp"
@@ -621,7 +622,7 @@ std::string memo_key(const ReduceSpec& spec) {
   if (const auto& code = Access::code(op)) {
     add_field(key, to_string(code->format()));
     add_field(key, code->name());
-    add_field(key, sha256_hex(code->bytes()));
+    add_field(key, detail::content_digest(code->bytes()));
   }
   if (const auto& signature = Access::signature(op)) add_field(key, signature->str());
   // Loaded kernels belong to a context.

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "cache/content_digest.hpp"
 #include "code/linkable_code_access.hpp"
 #include "cujit/compile_cache.hpp"
 #include "cujit/environment.hpp"
@@ -414,7 +415,7 @@ CacheKey link_key(const std::vector<LinkableCode>& inputs, const LinkOptions& op
   for (const LinkableCode* code : unique) {
     // A tuple named by the input, its format and bytes its content: a miss explanation says
     // "input min_i32.ptx: content changed" rather than which hash replaced which.
-    key.add_list("input", {code->name(), std::string(to_string(code->format())) + ":" + sha256_hex(code->bytes())}, 2);
+    key.add_list("input", {code->name(), std::string(to_string(code->format())) + ":" + detail::content_digest(code->bytes())}, 2);
   }
   return key;
 }
