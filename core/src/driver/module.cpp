@@ -1,9 +1,11 @@
 #include "cujit/module.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "cujit/error.hpp"
 #include "driver/driver_api.hpp"
@@ -148,6 +150,11 @@ std::shared_ptr<Module> Module::shared(const LinkableCode& code, const std::stri
 }
 
 Module::~Module() {
+  // The unload is part of what the module-load family times (load, kernel, unload): planted
+  // too, so that the planted fraction slows the whole of it. A destructor must not throw, and
+  // a bad CUJIT_PLANTED_SLOWDOWN (NaN here) was refused by the load already.
+  std::optional<detail::PlantedDelay> planted;
+  if (!std::isnan(detail::planted_fraction)) planted.emplace();
   if (const auto* api = detail::try_driver(); api != nullptr && handle_ != nullptr) {
     api->cuLibraryUnload(static_cast<CUlibrary>(handle_));
     detail::handle_released(detail::HandleKind::module);
@@ -155,6 +162,9 @@ Module::~Module() {
 }
 
 Kernel Module::kernel(const std::string& kernel_name) const {
+  // With lazy loading (CUDA's default) the kernel is loaded into the context here, not in
+  // load(): most of the module-load family's time, so planted like load().
+  const detail::PlantedDelay planted;
   const auto& api = detail::driver();
   CUkernel kernel = nullptr;
   const CUresult result =

@@ -4,10 +4,10 @@
 // A gate whose power is only simulated is trusted for nothing, so the gate is measured
 // against a real slowdown of cujit's own code: with CUJIT_PLANTED_SLOWDOWN=F (a fraction
 // in (0, 1]) the entry points that the benchmark families time take F more time. Slow
-// operations (a compile, a link, a module load, a launch, a build) spin for F times their
-// own elapsed time at the end of the outermost such operation; a memo hit, which is faster
-// than two clock reads, is repeated once every 1/F calls instead (the clock would cost more
-// than the slowdown it measures). Unset or 0: one load of a constant per call.
+// operations (a compile, a link, a module load, its kernel lookup and its unload, a launch, a
+// build) spin for F times their own elapsed time at the end of the outermost such operation;
+// a memo hit, which is faster than two clock reads, is repeated once every 1/F calls instead
+// (the clock would cost more than the slowdown it measures). Unset or 0: one load of a constant per call.
 //
 // Only the gate's arms set it; the value is read once per process.
 
