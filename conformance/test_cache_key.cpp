@@ -2,8 +2,11 @@
 // link_key) are tested field by field in test_compile_cache.cpp.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cache/content_digest.hpp"
 #include "cujit/cache_key.hpp"
@@ -80,6 +83,31 @@ TEST(ContentDigest, RepeatsAreAnsweredFromTheMemoWithinItsBound) {
   const std::string over(detail::memo_max_item_bytes + 1, 'z');
   EXPECT_EQ(detail::content_digest(over), sha256_hex(over));
   EXPECT_EQ(detail::content_digest(text), sha256_hex(text));
+}
+
+// Threads asking at once (a parallel build keys its sources on several threads), some the
+// same texts, some texts of their own, while the bound evicts: every answer is the SHA-256
+// of the bytes asked about (the TSan lane runs this too).
+TEST(ContentDigest, ThreadsAskingAtOnceGetTheirOwnDigests) {
+  std::vector<std::string> shared;
+  for (int i = 0; i < 8; ++i) shared.emplace_back(2048 + i, static_cast<char>('a' + i));
+  std::vector<std::string> expected;
+  for (const std::string& text : shared) expected.push_back(sha256_hex(text));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::string own(detail::memo_max_item_bytes / 2, static_cast<char>('k' + t));
+      for (int round = 0; round < 40; ++round) {
+        const std::size_t which = static_cast<std::size_t>(round + t) % shared.size();
+        if (detail::content_digest(shared[which]) != expected[which]) ++wrong;
+        own[static_cast<std::size_t>(round) * 997 % own.size()] ^= 1;  // new bytes: a miss, a copy, evictions
+        if (round % 8 == 0 && detail::content_digest(own) != sha256_hex(own)) ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace
