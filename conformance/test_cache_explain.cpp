@@ -213,6 +213,41 @@ TEST(CacheExplain, RecipesKeepSizesAndDigestsNeverLongValues) {
   }
 }
 
+// A recipe stored under another key layout (schema 3 held a compile's program and
+// in-memory headers as text, schema 4 as digests) differs in every such file: the
+// explanation names the layout alone, not each file as "content changed".
+TEST(CacheExplain, ARecipeOfAnotherKeyLayoutIsNamedByItsSchemaAlone) {
+  std::mt19937 random(11);
+  const CacheKey key = key_of(random_recipe(random));
+  std::vector<RecipeField> older = key.recipe();
+  bool changed_schema = false;
+  for (RecipeField& field : older) {
+    if (field.label == "key-schema") {
+      field.shown = std::to_string(CacheKey::schema_version - 1);
+      field.digest = sha256_hex(field.shown).substr(0, 16);
+      changed_schema = true;
+    } else if (field.label.rfind("files:", 0) == 0) {
+      field.digest = std::string(16, '0');  // what the older layout's values hash to
+    }
+  }
+  ASSERT_TRUE(changed_schema);
+  const auto differences = detail::compare_recipes(key.recipe(), {"older", older, false});
+  ASSERT_EQ(differences.size(), 1u);
+  EXPECT_EQ(differences[0].field, "key-schema");
+  EXPECT_NE(differences[0].text.find("another key layout"), std::string::npos) << differences[0].text;
+  // In the same layout the same changes are named file by file.
+  const std::vector<RecipeField> now = key.recipe();
+  for (RecipeField& field : older) {
+    if (field.label == "key-schema") {
+      field = *std::find_if(now.begin(), now.end(), [](const RecipeField& f) { return f.label == "key-schema"; });
+    }
+  }
+  const auto same_layout = detail::compare_recipes(now, {"older", older, false});
+  EXPECT_TRUE(std::any_of(same_layout.begin(), same_layout.end(),
+                          [](const FieldDifference& d) { return d.change == "content"; }))
+      << same_layout.size() << " differences";
+}
+
 TEST(CacheExplain, NoCandidateAndAGoneEntryAreSaid) {
   test::TempDir dir;
   std::mt19937 random(3);

@@ -110,5 +110,18 @@ TEST(ContentDigest, ThreadsAskingAtOnceGetTheirOwnDigests) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+// Texts of one size that differ only where the fingerprint does not look share a bucket: a
+// new one past the bucket's bound is answered (by SHA-256) but not kept, so a lookup never
+// compares more than the bound's candidates.
+TEST(ContentDigest, TextsSharingAFingerprintAreBoundedPerBucket) {
+  std::string text(4096, 'v');
+  const std::size_t entries = detail::content_digest_counts().entries;
+  for (int variant = 0; variant < 100; ++variant) {
+    text.replace(100, 8, std::to_string(10000000 + variant));  // away from the sampled bytes
+    ASSERT_EQ(detail::content_digest(text), sha256_hex(text)) << variant;
+  }
+  EXPECT_LE(detail::content_digest_counts().entries, entries + detail::memo_max_per_fingerprint);
+}
+
 }  // namespace
 }  // namespace cujit

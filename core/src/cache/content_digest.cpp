@@ -65,6 +65,14 @@ class Memo {
  private:
   void keep(std::uint64_t print, std::string_view bytes, const std::string& digest) {
     const std::lock_guard<std::mutex> lock(mutex_);
+    // Another thread may have kept the same bytes meanwhile; a full bucket keeps no more.
+    const auto [first, last] = by_print_.equal_range(print);
+    std::size_t in_bucket = 0;
+    for (auto at = first; at != last; ++at, ++in_bucket) {
+      const Entry& entry = entries_[at->second - dropped_];
+      if (entry.bytes.size() == bytes.size() && std::memcmp(entry.bytes.data(), bytes.data(), bytes.size()) == 0) return;
+    }
+    if (in_bucket >= memo_max_per_fingerprint) return;
     // Oldest first out, until the new copy fits.
     while (!entries_.empty() && bytes_ + bytes.size() > memo_max_bytes) drop_oldest();
     entries_.push_back(Entry{std::string(bytes), digest});

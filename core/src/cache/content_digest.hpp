@@ -18,9 +18,14 @@ std::string content_digest(std::string_view bytes);
 
 // Below this a digest is taken each time: the lookup would cost about as much.
 inline constexpr std::size_t memo_min_bytes = 512;
+static_assert(memo_min_bytes >= 16, "the fingerprint reads 8 bytes at the start, middle and end");
 // What the memo holds at most (the copies of the bytes), and the largest item it keeps.
 inline constexpr std::size_t memo_max_bytes = std::size_t{16} << 20;
 inline constexpr std::size_t memo_max_item_bytes = std::size_t{4} << 20;
+// Texts of one size that differ only away from the fingerprint's samples (an autotuner's
+// variants, constants of one width) share a fingerprint: past this many, a new one is not
+// kept, so a lookup compares at most this many candidates under the lock.
+inline constexpr std::size_t memo_max_per_fingerprint = 8;
 
 struct ContentDigestCounts {
   std::size_t hits = 0;

@@ -308,6 +308,18 @@ std::vector<FieldDifference> compare_recipes(const std::vector<RecipeField>& now
   };
   for (const RecipeField& field : now) sort_in(field, true);
   for (const RecipeField& field : was.fields) sort_in(field, false);
+  // A recipe of another key layout names its fields otherwise (schema 4 keys the program by
+  // its digest, schema 3 by its text): only the layout is said to differ, not every file.
+  if (const auto schema = plain.find("key-schema"); schema != plain.end() && schema->second.first != nullptr &&
+                                                      schema->second.second != nullptr &&
+                                                      schema->second.first->digest != schema->second.second->digest) {
+    const RecipeField& is = *schema->second.first;
+    const RecipeField& was_field = *schema->second.second;
+    out.push_back({"key-schema", "changed",
+                   field_word("key-schema") + ": " + quoted_value(is) + " was " + quoted_value(was_field) +
+                       " (a recipe of another key layout: its other fields are not compared)"});
+    return out;
+  }
   // The first file of a grouped list in either recipe is the program.
   std::map<std::string, std::string> first_tuple;
   for (const auto* fields : {&now, &was.fields}) {

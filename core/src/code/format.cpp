@@ -176,7 +176,7 @@ bool may_hold_long_ptx_name(std::string_view text) noexcept {
 std::string ptx_names_problem(std::string_view ptx) {
   // Every PTX input is checked, and a memory hit of a compile decodes one: the stride look
   // costs a few probes where the exact pass reads every byte (a sixth of a new builder's
-  // memory hit). HostileFormatChecks.ThePtxNameCheckAgreesWithAnExactScan checks the
+  // memory hit). PtxNameCheck.TheStrideShortcutAgreesWithAnExactScan checks the
   // shortcut against an exact scan on texts whose runs sit across the stride.
   return may_hold_long_ptx_name(ptx) ? ptx_names_problem_exact(ptx) : std::string();
 }

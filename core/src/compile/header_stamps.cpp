@@ -7,6 +7,7 @@
 #include <charconv>
 #include <map>
 #include <mutex>
+#include <string>
 #include <string_view>
 
 #include "cache/stamp_store.hpp"
@@ -16,8 +17,15 @@ namespace cujit::detail {
 namespace {
 
 // Bump when the include scan or the resolution changes what it gives for the same files:
-// a record made by another cujit must not answer for this one.
-constexpr std::string_view record_magic = "cujit-header-stamps 2";
+// a record made by another cujit must not answer for this one. A record holds a recipe's key
+// fields, so a new key layout (CacheKey::schema_version) makes every older record another's
+// too: the magic names both (schema 4 keyed the program and in-memory headers by digest
+// where schema 3 held their text, and a schema-3 record made every compile it answered
+// throw once, resolved again, "differ from their header stamps").
+const std::string& record_magic() {
+  static const std::string magic = "cujit-header-stamps 2 key-schema " + std::to_string(CacheKey::schema_version);
+  return magic;
+}
 
 // Opt-in: a stat stamp does not name a file's content on NFS (attributes cached up to
 // 60 s), on file systems with coarse or restorable times (vfat, squashfs images) or after
@@ -110,7 +118,7 @@ class Reader {
 
 std::string entry_name(const std::string& inputs_key) { return inputs_key.substr(0, 32); }
 std::string entry_head(const std::string& inputs_key) {
-  return std::string(record_magic) + "\n" + inputs_key + "\n";
+  return record_magic() + "\n" + inputs_key + "\n";
 }
 
 }  // namespace
@@ -118,7 +126,7 @@ std::string entry_head(const std::string& inputs_key) {
 bool header_stamps_on() { return StampStore::open(stamps_store).has_value(); }
 
 std::string resolution_inputs_key(const Program& program, const CompileOptions& options) {
-  std::string text(record_magic);
+  std::string text(record_magic());
   // The working directory: not for soundness (every probe is stat'ed again, relative paths
   // from where the process is), but so that the same compile run from two directories
   // keeps a record for each instead of replacing the other's.
