@@ -142,7 +142,9 @@ void kernel_link_memory_hit(benchmark::State& state, const JitScenario* scenario
   BuildCache cache(cache_config(CacheMode::memory));
   const KernelBuilder builder = scenario_builder(*scenario, cache, arch);
   const auto first = builder.link_shared();
+  const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(builder.link_shared());
+  share.finish(state);
   if (builder.link_shared() != first) state.SkipWithError("the memory hit did not return the memorized object");
 }
 

@@ -90,7 +90,9 @@ void reduce_cub_memory_hit(benchmark::State& state) {
   BuildCache cache(cache_config(CacheMode::memory));
   const reduce::ReduceSpec spec = build_spec("int32", false, reduce::Backend::cub);
   const auto first = reduce::build_reduce_shared(spec, cache);
+  const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce_shared(spec, cache));
+  share.finish(state);
   if (reduce::build_reduce_shared(spec, cache) != first) state.SkipWithError("the memory hit did not return the memorized object");
 }
 
@@ -136,7 +138,9 @@ void reduce_memory_hit(benchmark::State& state) {
   BuildCache cache(cache_config(CacheMode::memory));
   const reduce::ReduceSpec spec = build_spec("int32", true);
   const auto first = reduce::build_reduce_shared(spec, cache);
+  const VendorShare share;
   for (auto _ : state) benchmark::DoNotOptimize(reduce::build_reduce_shared(spec, cache));
+  share.finish(state);
   if (reduce::build_reduce_shared(spec, cache) != first) state.SkipWithError("the memory hit did not return the memorized object");
 }
 

@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -197,8 +199,26 @@ int run_main(int argc, char** argv, const std::function<void()>& register_benchm
 
 namespace cujit::bench {
 
+namespace {
+
+double cpu_seconds(clockid_t clock) {
+  timespec now{};
+  if (clock_gettime(clock, &now) != 0) return 0;
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+VendorShare::VendorShare()
+    : vendor_(vendor_time()),
+      process_cpu_s_(cpu_seconds(CLOCK_PROCESS_CPUTIME_ID)),
+      thread_cpu_s_(cpu_seconds(CLOCK_THREAD_CPUTIME_ID)),
+      start_(Clock::now()) {}
+
 void VendorShare::finish(benchmark::State& state) const {
   const double wall = seconds_since(start_);
+  const double thread_cpu = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - thread_cpu_s_;
+  const double process_cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_s_;
   const VendorTime spent = vendor_time() - vendor_;
   const auto iterations = static_cast<double>(state.iterations());
   if (iterations <= 0) return;
@@ -208,6 +228,8 @@ void VendorShare::finish(benchmark::State& state) const {
   state.counters["driver_s"] = per_iteration(spent.driver_ns);
   state.counters["vendor_s"] = per_iteration(spent.total_ns());
   state.counters["own_s"] = wall / iterations - per_iteration(spent.total_ns());
+  // Both clocks tick in slices, so a single-threaded loop can read a hair below zero.
+  state.counters["off_thread_cpu_s"] = std::max(0.0, process_cpu - thread_cpu) / iterations;
 }
 
 }  // namespace cujit::bench

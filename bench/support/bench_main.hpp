@@ -54,14 +54,20 @@ inline double seconds_since(Clock::time_point start) {
 // Where a cujit figure's time goes: wrap a benchmark's timed loop in one; finish() adds
 // the per-iteration counters nvrtc_s, nvjitlink_s, driver_s (time inside each vendor
 // library, cujit::vendor_time), vendor_s (their sum) and own_s (the wall time of the loop
-// less vendor_s: cujit's own work, with lock waits and the loop's own cost).
+// less vendor_s: cujit's own work, with lock waits and the loop's own cost), and
+// off_thread_cpu_s: the CPU time other threads of the process spent during the loop. The
+// regression gate judges CPU-bound families on the benchmark thread's CPU time, which load
+// from other processes barely moves; it refuses a family whose work moved to other threads,
+// since that time would not be judged (reports/cujit_reports/ab_gate.py).
 class VendorShare {
  public:
-  VendorShare() : vendor_(vendor_time()), start_(Clock::now()) {}
+  VendorShare();
   void finish(benchmark::State& state) const;
 
  private:
   VendorTime vendor_;
+  double process_cpu_s_;
+  double thread_cpu_s_;
   Clock::time_point start_;
 };
 

@@ -14,9 +14,9 @@ Wilcoxon signed-rank interval (stats.hl_interval) of their centre:
   undecided   neither, when the family's time budget or its         fails, with its
               maximum rounds are spent                              figures
 
-Decided families stop early; a slower metric stops its family at once. Time metrics are
-judged on log(B / A) against log(1 + threshold); `own` on (own_B - own_A) / time_A against
-the threshold (see gate_families.py).
+Decided families stop early; a slower metric stops its family at once. Time metrics (wall
+`time`, the benchmark thread's `cpu`) are judged on log(B / A) against log(1 + threshold);
+`own` on (own_B - own_A) / time_A against the threshold (see gate_families.py).
 """
 import json
 import math
@@ -31,6 +31,12 @@ from . import stats
 # Google Benchmark's time units, in seconds. A record without one is refused, never guessed.
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
+
+# A family judged on the benchmark thread's CPU time must do its work on that thread: CPU
+# time that other threads of the process spent during the loop (the off_thread_cpu_s
+# counter, bench/support/bench_main.hpp) beyond this share of it means the judged clock
+# misses work, and the run is refused instead of judged.
+OFF_THREAD_LIMIT = 0.02
 
 # A vendor phase counter among a run's metrics: "phase:nvrtc_nvvm_optimizer_ms".
 PHASE = "phase:"
@@ -121,6 +127,17 @@ def _entry_metrics(entry, family, label):
     if unit not in TIME_UNITS:
         raise GateInputError(f"{label}: {family.name}: time_unit {unit!r} is not one of {sorted(TIME_UNITS)}")
     values = {"time": _positive(entry.get("real_time"), "real_time", family, label) * TIME_UNITS[unit]}
+    if "cpu" in family.metrics:
+        values["cpu"] = _positive(entry.get("cpu_time"), "cpu_time", family, label) * TIME_UNITS[unit]
+        off_thread = entry.get("off_thread_cpu_s")
+        if (not isinstance(off_thread, (int, float)) or isinstance(off_thread, bool) or not math.isfinite(off_thread)
+                or off_thread < 0):
+            raise GateInputError(f"{label}: {family.name}: no off_thread_cpu_s counter, so its CPU time cannot be "
+                                 f"shown to hold all of its work")
+        if off_thread > OFF_THREAD_LIMIT * values["cpu"]:
+            raise GateInputError(f"{label}: {family.name}: other threads spent {off_thread / values['cpu']:.1%} of the "
+                                 f"benchmark thread's CPU time, over {OFF_THREAD_LIMIT:.0%}: its `cpu` metric would "
+                                 f"miss that work; judge it on `time` (gate_families.py)")
     if "own" in family.metrics:
         own = entry.get("own_s")
         if not isinstance(own, (int, float)) or not math.isfinite(own):
@@ -146,8 +163,8 @@ def _positive(value, name, family, label):
 def paired_value(metric, a, b):
     """The per-round value a metric is judged on, and the value a slowdown of exactly the
     threshold would give is `limit(metric, threshold)`."""
-    if metric == "time":
-        return math.log(b["time"] / a["time"])
+    if metric in ("time", "cpu"):
+        return math.log(b[metric] / a[metric])
     if metric == "own":
         return (b["own"] - a["own"]) / a["time"]
     if metric == "floor_ratio":
@@ -298,7 +315,7 @@ def markdown(results, arm_a, arm_b, rule):
             continue
         for i, m in enumerate(r.metrics):
             head = f"| {r.family} | {r.verdict} | {r.rounds} |" if i == 0 else "| | | |"
-            name = {"time": "time B/A", "own": "own growth / A time", "floor_ratio": "ratio to floor B/A"}[m.metric]
+            name = {"time": "time B/A", "cpu": "thread CPU B/A", "own": "own growth / A time", "floor_ratio": "ratio to floor B/A"}[m.metric]
             interval = f"[{_fmt(m.metric, m.low)}, {_fmt(m.metric, m.high)}]" if m.low is not None else "-"
             lines.append(f"{head} {name} ({m.verdict}) | {_fmt(m.metric, m.estimate)} | {interval} |")
         if r.phases:

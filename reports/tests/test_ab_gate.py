@@ -140,6 +140,50 @@ class ReadingTest(unittest.TestCase):
         self.assertAlmostEqual(ab_gate.metrics_of({"benchmarks": benchmarks}, FAMILY)["time"], 0.040)
 
 
+CPU_FAMILY = gate_families.Family("fake_cpu", "bench_fake", "^fake/", ("cpu",), repetitions=3)
+
+
+class ThreadCpuTest(unittest.TestCase):
+    """The `cpu` metric: the benchmark thread's CPU time, trusted only while the run shows
+    that other threads did (almost) none of the work."""
+
+    def test_cpu_time_is_read_beside_the_wall_time(self):
+        document = {"benchmarks": [entry(real_time=50, cpu_time=c, off_thread_cpu_s=0.0) for c in (30, 31, 90)]}
+        values = ab_gate.metrics_of(document, CPU_FAMILY)
+        self.assertAlmostEqual(values["cpu"], 0.031)
+        self.assertAlmostEqual(values["time"], 0.050)
+        self.assertAlmostEqual(ab_gate.paired_value("cpu", {"cpu": 2.0}, {"cpu": 2.2}), math.log(1.1))
+
+    def test_work_on_other_threads_refuses_the_run_at_the_limit_and_not_below(self):
+        cpu_s = 0.030
+        for share in (0.0, ab_gate.OFF_THREAD_LIMIT * 0.99, ab_gate.OFF_THREAD_LIMIT * 1.01, 0.37):
+            document = {"benchmarks": [entry(real_time=50, cpu_time=30, off_thread_cpu_s=share * cpu_s)] * 3}
+            if share <= ab_gate.OFF_THREAD_LIMIT:
+                self.assertAlmostEqual(ab_gate.metrics_of(document, CPU_FAMILY)["cpu"], cpu_s)
+            else:
+                with self.assertRaisesRegex(ab_gate.GateInputError, "other threads"):
+                    ab_gate.metrics_of(document, CPU_FAMILY)
+
+    def test_refusals(self):
+        cases = {
+            "no cpu_time": [entry(off_thread_cpu_s=0.0)] * 3,
+            "zero cpu_time": [entry(cpu_time=0, off_thread_cpu_s=0.0)] * 3,
+            "no off_thread_cpu_s": [entry(cpu_time=30)] * 3,
+            "negative off_thread_cpu_s": [entry(cpu_time=30, off_thread_cpu_s=-1.0)] * 3,
+            "nan off_thread_cpu_s": [entry(cpu_time=30, off_thread_cpu_s=float("nan"))] * 3,
+            "boolean off_thread_cpu_s": [entry(cpu_time=30, off_thread_cpu_s=False)] * 3,
+        }
+        for what, benchmarks in cases.items():
+            with self.assertRaises(ab_gate.GateInputError, msg=what):
+                ab_gate.metrics_of({"benchmarks": benchmarks}, CPU_FAMILY)
+
+    def test_the_table_names_the_thread_clock(self):
+        result = ab_gate.run_family(CPU_FAMILY, A, B, ab_gate.Rule(), lambda arm, family: {"time": 1.0, "cpu": 0.5},
+                                    clock=FakeClock(0.1))
+        self.assertEqual(result.verdict, "not slower")
+        self.assertIn("thread CPU B/A", ab_gate.markdown([result], A, B, ab_gate.Rule()))
+
+
 class PhaseTest(unittest.TestCase):
     """Vendor phase counters ride along with the verdict, never decide it."""
 
