@@ -570,6 +570,78 @@ TEST(ExplainInNewProcessBuilds, AForeignOperatorsBytesAreNamed) {
   std::printf("foreign operator miss: %s\n", explained->text().c_str());
 }
 
+// The link backend changed, in a new process: the link misses and says the backend, and not
+// also the linker library, which follows from it. The driver linker needs a GPU: on a
+// machine without one the child says its link failed, after the miss was logged.
+TEST(ExplainInNewProcessBuilds, AnotherLinkBackendIsNamedAsTheBackendAlone) {
+  test::TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  fs::create_directories(dir.path() / "inc");
+  std::ofstream(dir.path() / "inc" / "val.h") << "#define VAL 7\n";
+  const std::vector<std::string> args{"kernel", (dir.path() / "inc").string(), (dir.path() / "out").string()};
+  std::string output;
+  (void)child_build(cache, args, {"CACHE_CHILD_BACKEND=nvjitlink"}, output);
+  ASSERT_NE(output.find("built"), std::string::npos) << output;
+  const auto explained = child_build(cache, args, {"CACHE_CHILD_BACKEND=driver"}, output);
+  ASSERT_TRUE(explained) << "no miss logged:\n" << output;
+  EXPECT_TRUE(output.find("built") != std::string::npos || output.find("failed cuda") != std::string::npos) << output;
+  EXPECT_EQ(explained->kind, "link") << explained->text();
+  EXPECT_EQ(categories(*explained), std::set<std::string>{"backend changed"}) << explained->text();
+  EXPECT_EQ(texts_of(*explained), "link backend: driver was nvjitlink\n") << explained->text();
+}
+
+// Without a backend change, another linker library is the change, and is named.
+TEST(CacheExplain, TheLinkerLibraryIsNamedUnlessTheBackendChanged) {
+  const auto recipe = [](const std::string& backend, const std::string& linker) {
+    CacheKey key("link");
+    key.add("backend", backend).add("linker", linker);
+    return key.recipe();
+  };
+  const auto compared = [&](const std::vector<RecipeField>& now, const std::vector<RecipeField>& was) {
+    detail::StoredRecipe stored;
+    stored.digest = std::string(64, 'a');
+    stored.fields = was;
+    std::set<std::string> found;
+    for (const FieldDifference& difference : detail::compare_recipes(now, stored)) found.insert(difference.category());
+    return found;
+  };
+  EXPECT_EQ(compared(recipe("driver", "libcuda"), recipe("nvjitlink", "libnvJitLink 13.0")),
+            std::set<std::string>{"backend changed"});
+  EXPECT_EQ(compared(recipe("nvjitlink", "libnvJitLink 13.1"), recipe("nvjitlink", "libnvJitLink 13.0")),
+            std::set<std::string>{"linker changed"});
+  EXPECT_TRUE(compared(recipe("nvjitlink", "libnvJitLink 13.0"), recipe("nvjitlink", "libnvJitLink 13.0")).empty());
+}
+
+// A link provider that declares another version, in a new process: its remembered answer
+// misses, indexed under the provider's name, and the explanation names the version alone.
+TEST(ExplainInNewProcessBuilds, AProvidersVersionIsNamed) {
+  test::TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  const auto run = [&](const char* version) {
+    const test::ChildResult child =
+        test::run_child({CUJIT_PROVIDER_MEMORY_CHILD, cache.string(), version}, {"CUJIT_CACHE_EXPLAIN=1"});
+    EXPECT_EQ(child.exit_code, 0) << child.output;
+    EXPECT_NE(child.output.find("provider calls: 1"), std::string::npos) << child.output;
+    return child.output;
+  };
+  (void)run("1");
+  const std::size_t before = read_miss_log(cache, 100000).size();
+  const std::string output = run("2");
+  const std::vector<MissExplanation> log = read_miss_log(cache, 100000);
+  ASSERT_GT(log.size(), before) << "no miss logged:\n" << output;
+  bool provider_explained = false;
+  for (std::size_t i = before; i < log.size(); ++i) {
+    const MissExplanation& explained = log[i];
+    // The provider's code is the same in both versions: nothing else misses.
+    ASSERT_EQ(explained.kind, "provider") << explained.text();
+    EXPECT_EQ(explained.name, "twice-provider") << explained.text();
+    EXPECT_EQ(categories(explained), std::set<std::string>{"version changed"}) << explained.text();
+    EXPECT_EQ(texts_of(explained), "version: 2 was 1\n") << explained.text();
+    provider_explained = true;
+  }
+  EXPECT_TRUE(provider_explained);
+}
+
 // A program name is the caller's text: the miss line on stderr writes its control bytes as
 // escapes, so a name cannot start a line of its own (red-team finding F17: a name holding
 // "\nverdict: as expected" printed that line at column 0) or send terminal escapes.

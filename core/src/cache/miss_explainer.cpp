@@ -230,7 +230,7 @@ std::string MissExplanation::text() const {
 namespace detail {
 
 std::string recipe_name(const CacheKey& key) {
-  for (const char* label : {"name", "kernel", "spec"}) {
+  for (const char* label : {"name", "kernel", "spec", "provider"}) {
     std::string value = key.field(label);
     if (!value.empty()) return value;
   }
@@ -329,9 +329,17 @@ std::vector<FieldDifference> compare_recipes(const std::vector<RecipeField>& now
       if (tuple_item(field.label, list, name, item) && first_tuple.count(list) == 0) first_tuple[list] = name;
     }
   }
+  const auto differs = [&](const std::string& label) {
+    const auto found = plain.find(label);
+    if (found == plain.end()) return false;
+    const auto [is, was_field] = found->second;
+    return !(is && was_field && is->digest == was_field->digest && is->size == was_field->size);
+  };
+  // Another link backend is another linker library: the backend is the one change to name.
+  const bool backend_changed = differs("backend");
   for (const std::string& label : plain_order) {
+    if (!differs(label) || (label == "linker" && backend_changed)) continue;
     const auto [is, was_field] = plain[label];
-    if (is && was_field && is->digest == was_field->digest && is->size == was_field->size) continue;
     std::string list, name;
     std::size_t item = 0;
     if (tuple_item(label, list, name, item)) {
