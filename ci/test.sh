@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 export PATH="${CUDAToolkit_ROOT:-/usr/local/cuda}/bin:$PATH"
 jobs=$(nproc 2>/dev/null || echo 2)
 
-# The mutation campaign links 400 mutants per fixture here (about 4,000, each in a child,
+# The mutation campaign links 400 mutants per fixture here (about 5,200, each in a child,
 # spread evenly over every kind of damage): a third of the full campaign's time on CI's 2
 # cores. The GPU lane's CPU tests (ci/gpu.sh, 16 cores) run all of them;
 # CUJIT_MUTATION_BUDGET=all does here too.

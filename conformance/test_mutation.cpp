@@ -1,6 +1,8 @@
 // The mutation campaign (docs/reliability.md): damaged copies of every binary fixture format
-// (single bytes changed at random offsets with a fixed seed, truncations, header fields set to
-// edge values), each linked through the Linker in a forked child. The parent counts how each
+// (single bytes changed at random offsets with a fixed seed, truncations, and fields set to
+// edge values: ELF, section and program headers, symbol and relocation entries, fatbin and
+// fatbin-entry headers and the cubins fatbins wrap, archive member headers, the LTO-IR
+// container header), each linked through the Linker in a forked child. The parent counts how each
 // child ended: refused by cujit's format checks (Error(format)), refused by the backend
 // (LinkError), another cujit error, linked, or DEAD (a signal, or no answer in time). No child
 // may die: nvJitLink 13.0 dies on damaged cubins, fatbins, host objects and archives, so every
@@ -94,6 +96,34 @@ void add_field_edits(std::vector<Mutant>& out, const std::string& original, cons
   }
 }
 
+using TableFields = std::vector<std::pair<const char*, std::array<std::size_t, 2>>>;
+const TableFields symbol_fields = {{"st_name", {0, 4}},  {"st_info", {4, 1}},  {"st_other", {5, 1}},
+                                   {"st_shndx", {6, 2}}, {"st_value", {8, 8}}, {"st_size", {16, 8}}};
+// r_info split into its two halves: the relocation type (low) and the symbol index (high).
+const TableFields rel_fields = {{"r_offset", {0, 8}}, {"r_info type", {8, 4}}, {"r_info symbol", {12, 4}}};
+const TableFields rela_fields = {{"r_offset", {0, 8}}, {"r_info type", {8, 4}}, {"r_info symbol", {12, 4}},
+                                 {"r_addend", {16, 8}}};
+const TableFields program_header_fields = {{"p_type", {0, 4}},   {"p_flags", {4, 4}},  {"p_offset", {8, 8}},
+                                           {"p_vaddr", {16, 8}}, {"p_filesz", {32, 8}}, {"p_memsz", {40, 8}},
+                                           {"p_align", {48, 8}}};
+
+// Field edits of the entries of one table: all of them up to 16, else 16 spread evenly from
+// the first to the last, so a long symbol table does not crowd out the other damage.
+void add_table_edits(std::vector<Mutant>& out, const std::string& bytes, const std::string& where,
+                     std::uint64_t start, std::uint64_t entries, std::uint64_t entry_size, const TableFields& fields) {
+  constexpr std::uint64_t most = 16;
+  if (start > bytes.size() || entries == 0) return;
+  entries = std::min<std::uint64_t>(entries, (bytes.size() - start) / entry_size);
+  const std::uint64_t taken = std::min(entries, most);
+  for (std::uint64_t k = 0; k < taken; ++k) {
+    const std::uint64_t index = taken < 2 ? 0 : k * (entries - 1) / (taken - 1);
+    for (const auto& [name, field] : fields) {
+      add_field_edits(out, bytes, where + std::to_string(index) + " " + name,
+                      static_cast<std::size_t>(start + index * entry_size + field[0]), field[1]);
+    }
+  }
+}
+
 void add_elf_edits(std::vector<Mutant>& out, const std::string& bytes, std::size_t base,
                    const std::string& where) {
   if (bytes.size() < base + 64 || bytes.compare(base, 4, "\x7f" "ELF") != 0) return;
@@ -116,6 +146,23 @@ void add_elf_edits(std::vector<Mutant>& out, const std::string& bytes, std::size
                       table + i * 64 + field[0], field[1]);
     }
   }
+  // The tables the sections hold: symbols and relocations, whose shapes crash nvJitLink where
+  // cujit's checks let them through (issue 31).
+  for (std::uint64_t i = 0; i < count && table + (i + 1) * 64 <= bytes.size(); ++i) {
+    const std::uint64_t at = table + i * 64;
+    const std::uint64_t type = read_field(bytes, at + 4, 4);
+    const std::uint64_t start = base + read_field(bytes, at + 24, 8);
+    const std::uint64_t size = read_field(bytes, at + 32, 8);
+    const char* kind = type == 2 || type == 11 ? "symbol" : type == 9 || type == 4 ? "relocation" : nullptr;
+    if (kind == nullptr || start > bytes.size() || size > bytes.size() - start) continue;
+    const std::uint64_t entry_size = type == 9 ? 16 : 24;
+    const TableFields fields = type == 2 || type == 11 ? symbol_fields : type == 9 ? rel_fields : rela_fields;
+    add_table_edits(out, bytes, where + "section " + std::to_string(i) + " " + kind + " ", start,
+                    size / entry_size, entry_size, fields);
+  }
+  // Program headers (a cubin's segments).
+  add_table_edits(out, bytes, where + "program header ", base + read_field(bytes, base + 32, 8),
+                  read_field(bytes, base + 56, 2), 56, program_header_fields);
 }
 
 void add_fatbin_edits(std::vector<Mutant>& out, const std::string& bytes) {
@@ -139,6 +186,8 @@ void add_fatbin_edits(std::vector<Mutant>& out, const std::string& bytes) {
         if (field[0] + field[1] > header_size) continue;
         add_field_edits(out, bytes, e + name, entry + field[0], field[1]);
       }
+      // A cubin the entry wraps (stored uncompressed): its own headers and tables.
+      if (entry + header_size < bytes.size()) add_elf_edits(out, bytes, entry + header_size, e + "cubin: ");
       entry += header_size + read_field(bytes, entry + 8, 8);
     }
   }
@@ -480,6 +529,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // Relocatable code with CUDA's NOBITS .nv.global (no file bytes, exempt
                       // from the range checks, issue 26) and initialised, constant and
                       // managed data: the exemption must not let damage through.
+                      // Fatbins and a host object holding uncompressed cubins: the wrapped
+                      // cubin's headers, symbols and relocations (issue 31).
+                      Campaign{"fatbin_wrapped_cubin", "scale_kernel_sass_plain.fatbin", Format::fatbin, false, 800},
+                      Campaign{"fatbin_wrapped_cubin_with_calls", "mixed_kernel_sass_plain.fatbin", Format::fatbin,
+                               false, 400, {"dev_add.cubin", "dev_mul.cubin"}},
+                      Campaign{"object_wrapped_cubin", "scale_kernel_plain.o", Format::object, false, 400},
                       Campaign{"cubin_device_data", "device_data.cubin", Format::cubin, false, 800},
                       Campaign{"object_device_data", "device_data.o", Format::object, false, 400}),
     [](const auto& cell) { return cell.param.label; });
