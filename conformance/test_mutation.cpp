@@ -1,12 +1,13 @@
 // The mutation campaign (docs/reliability.md): damaged copies of every binary fixture format
 // (single bytes changed at random offsets with a fixed seed, truncations, and fields set to
-// edge values: ELF, section and program headers, symbol and relocation entries, fatbin and
-// fatbin-entry headers and the cubins fatbins wrap, archive member headers, the LTO-IR
-// container header), each linked through the Linker in a forked child. The parent counts how each
-// child ended: refused by cujit's format checks (Error(format)), refused by the backend
-// (LinkError), another cujit error, linked, or DEAD (a signal, or no answer in time). No child
-// may die: nvJitLink 13.0 dies on damaged cubins, fatbins, host objects and archives, so every
-// mutant that would kill it must be refused before it gets there.
+// edge values: ELF, section and program headers, symbol and relocation entries, .nv.info
+// attribute records, fatbin and fatbin-entry headers and the cubins fatbins wrap, archive
+// member headers, the LTO-IR container header), each linked through the Linker in a forked
+// child. The parent counts how each child ended: refused by cujit's format checks
+// (Error(format)), refused by the backend (LinkError), another cujit error, linked, or DEAD (a
+// signal, or no answer in time). No child may die: nvJitLink 13.0 dies on damaged cubins,
+// fatbins, host objects and archives, so every mutant that would kill it must be refused before
+// it gets there.
 //
 // CUJIT_MUTATION_SCALE=n multiplies the random mutants (default 1) for longer runs by hand.
 // CUJIT_MUTATION_BUDGET=n links n mutants per campaign, spread evenly over its whole list so
@@ -159,6 +160,30 @@ void add_elf_edits(std::vector<Mutant>& out, const std::string& bytes, std::size
     const TableFields fields = type == 2 || type == 11 ? symbol_fields : type == 9 ? rel_fields : rela_fields;
     add_table_edits(out, bytes, where + "section " + std::to_string(i) + " " + kind + " ", start,
                     size / entry_size, entry_size, fields);
+  }
+  // EIATTR records of the .nv.info sections (SHT_CUDA_INFO): format, attribute, the 16-bit
+  // value or size, and the first word of a sized record's data (most often a symbol index).
+  for (std::uint64_t i = 0; i < count && table + (i + 1) * 64 <= bytes.size(); ++i) {
+    const std::uint64_t at = table + i * 64;
+    const std::uint64_t start = base + read_field(bytes, at + 24, 8);
+    const std::uint64_t size = read_field(bytes, at + 32, 8);
+    if (read_field(bytes, at + 4, 4) != 0x70000000 || start > bytes.size() || size > bytes.size() - start) continue;
+    std::vector<std::uint64_t> records;
+    for (std::uint64_t record = start; record + 4 <= start + size;) {
+      records.push_back(record);
+      record += 4 + (static_cast<unsigned char>(bytes[record]) == 4 ? read_field(bytes, record + 2, 2) : 0);
+    }
+    const std::size_t taken = std::min<std::size_t>(records.size(), 16);
+    for (std::size_t k = 0; k < taken; ++k) {
+      const std::uint64_t record = records[taken < 2 ? 0 : k * (records.size() - 1) / (taken - 1)];
+      const std::string name = where + "section " + std::to_string(i) + " record at " + std::to_string(record - start) + " ";
+      add_field_edits(out, bytes, name + "format", record, 1);
+      add_field_edits(out, bytes, name + "attribute", record + 1, 1);
+      add_field_edits(out, bytes, name + "value or size", record + 2, 2);
+      if (static_cast<unsigned char>(bytes[record]) == 4 && read_field(bytes, record + 2, 2) >= 4) {
+        add_field_edits(out, bytes, name + "first word", record + 4, 4);
+      }
+    }
   }
   // Program headers (a cubin's segments).
   add_table_edits(out, bytes, where + "program header ", base + read_field(bytes, base + 32, 8),
