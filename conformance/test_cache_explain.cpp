@@ -532,16 +532,26 @@ TEST(ExplainInNewProcessBuilds, AnotherNvrtcLibraryIsNamed) {
 
 // NRT turned on for a kernel whose source uses it: the compile is the same, the link adds
 // the device runtime, and that input is what the explanation names.
-TEST(ExplainInNewProcessBuilds, TheNrtDecisionIsNamedAsTheRuntimeItLinks) {
+// A kernel including val.h, built in a new process with `first` in its environment, then in
+// another with `then`: the miss the second logged, if any.
+std::optional<MissExplanation> kernel_built_again(const std::vector<std::string>& first,
+                                                  const std::vector<std::string>& then, std::string& output) {
   test::TempDir dir;
   const fs::path cache = dir.path() / "cache";
   fs::create_directories(dir.path() / "inc");
   std::ofstream(dir.path() / "inc" / "val.h") << "#define VAL 7\n";
   const std::vector<std::string> args{"kernel", (dir.path() / "inc").string(), (dir.path() / "out").string()};
+  (void)child_build(cache, args, first, output);
+  if (output.find("built") == std::string::npos) {
+    ADD_FAILURE() << "the first build did not build:\n" << output;
+    return std::nullopt;
+  }
+  return child_build(cache, args, then, output);
+}
+
+TEST(ExplainInNewProcessBuilds, TheNrtDecisionIsNamedAsTheRuntimeItLinks) {
   std::string output;
-  (void)child_build(cache, args, {}, output);
-  ASSERT_NE(output.find("built"), std::string::npos) << output;
-  const auto explained = child_build(cache, args, {"CACHE_CHILD_NRT=1"}, output);
+  const auto explained = kernel_built_again({}, {"CACHE_CHILD_NRT=1"}, output);
   ASSERT_TRUE(explained) << "no miss logged:\n" << output;
   EXPECT_EQ(explained->kind, "link") << explained->text();
   EXPECT_EQ(categories(*explained), std::set<std::string>{"input added"}) << explained->text();
@@ -574,15 +584,8 @@ TEST(ExplainInNewProcessBuilds, AForeignOperatorsBytesAreNamed) {
 // also the linker library, which follows from it. The driver linker needs a GPU: on a
 // machine without one the child says its link failed, after the miss was logged.
 TEST(ExplainInNewProcessBuilds, AnotherLinkBackendIsNamedAsTheBackendAlone) {
-  test::TempDir dir;
-  const fs::path cache = dir.path() / "cache";
-  fs::create_directories(dir.path() / "inc");
-  std::ofstream(dir.path() / "inc" / "val.h") << "#define VAL 7\n";
-  const std::vector<std::string> args{"kernel", (dir.path() / "inc").string(), (dir.path() / "out").string()};
   std::string output;
-  (void)child_build(cache, args, {"CACHE_CHILD_BACKEND=nvjitlink"}, output);
-  ASSERT_NE(output.find("built"), std::string::npos) << output;
-  const auto explained = child_build(cache, args, {"CACHE_CHILD_BACKEND=driver"}, output);
+  const auto explained = kernel_built_again({"CACHE_CHILD_BACKEND=nvjitlink"}, {"CACHE_CHILD_BACKEND=driver"}, output);
   ASSERT_TRUE(explained) << "no miss logged:\n" << output;
   EXPECT_TRUE(output.find("built") != std::string::npos || output.find("failed cuda") != std::string::npos) << output;
   EXPECT_EQ(explained->kind, "link") << explained->text();
