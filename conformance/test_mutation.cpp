@@ -105,16 +105,34 @@ const TableFields rel_fields = {{"r_offset", {0, 8}}, {"r_info type", {8, 4}}, {
 const TableFields rela_fields = {{"r_offset", {0, 8}}, {"r_info type", {8, 4}}, {"r_info symbol", {12, 4}},
                                  {"r_addend", {16, 8}}};
 const TableFields program_header_fields = {{"p_type", {0, 4}},   {"p_flags", {4, 4}},  {"p_offset", {8, 8}},
-                                           {"p_vaddr", {16, 8}}, {"p_filesz", {32, 8}}, {"p_memsz", {40, 8}},
-                                           {"p_align", {48, 8}}};
+                                           {"p_vaddr", {16, 8}}, {"p_paddr", {24, 8}}, {"p_filesz", {32, 8}},
+                                           {"p_memsz", {40, 8}}, {"p_align", {48, 8}}};
+const TableFields elf_header_fields = {
+    {"EI_CLASS", {4, 1}},   {"EI_DATA", {5, 1}},     {"EI_VERSION", {6, 1}},   {"EI_OSABI", {7, 1}},
+    {"EI_ABIVERSION", {8, 1}}, {"e_type", {16, 2}},  {"e_machine", {18, 2}},   {"e_version", {20, 4}},
+    {"e_entry", {24, 8}},   {"e_phoff", {32, 8}},    {"e_shoff", {40, 8}},     {"e_flags", {48, 4}},
+    {"e_ehsize", {52, 2}},  {"e_phentsize", {54, 2}}, {"e_phnum", {56, 2}},    {"e_shentsize", {58, 2}},
+    {"e_shnum", {60, 2}},   {"e_shstrndx", {62, 2}}};
+const TableFields section_header_fields = {
+    {"sh_name", {0, 4}},  {"sh_type", {4, 4}},  {"sh_flags", {8, 8}},     {"sh_addr", {16, 8}},
+    {"sh_offset", {24, 8}}, {"sh_size", {32, 8}}, {"sh_link", {40, 4}},   {"sh_info", {44, 4}},
+    {"sh_addralign", {48, 8}}, {"sh_entsize", {56, 8}}};
 
-// Field edits of the entries of one table: all of them up to 16, else 16 spread evenly from
-// the first to the last, so a long symbol table does not crowd out the other damage.
+// [base + offset, base + offset + size) when it lies within [base, end), else nullopt.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> region(std::uint64_t base, std::uint64_t end,
+                                                              std::uint64_t offset, std::uint64_t size) {
+  if (base > end || offset > end - base || size > end - base - offset) return std::nullopt;
+  return std::make_pair(base + offset, base + offset + size);
+}
+
+// Field edits of the entries of one table in [start, end): all of them up to `most`, else
+// `most` spread evenly from the first to the last, so a long table does not crowd out other
+// damage.
 void add_table_edits(std::vector<Mutant>& out, const std::string& bytes, const std::string& where,
-                     std::uint64_t start, std::uint64_t entries, std::uint64_t entry_size, const TableFields& fields) {
-  constexpr std::uint64_t most = 16;
-  if (start > bytes.size() || entries == 0) return;
-  entries = std::min<std::uint64_t>(entries, (bytes.size() - start) / entry_size);
+                     std::uint64_t start, std::uint64_t end, std::uint64_t entry_size, const TableFields& fields,
+                     std::uint64_t most = 16) {
+  if (start >= end || entry_size == 0) return;
+  const std::uint64_t entries = (end - start) / entry_size;
   const std::uint64_t taken = std::min(entries, most);
   for (std::uint64_t k = 0; k < taken; ++k) {
     const std::uint64_t index = taken < 2 ? 0 : k * (entries - 1) / (taken - 1);
@@ -125,69 +143,67 @@ void add_table_edits(std::vector<Mutant>& out, const std::string& bytes, const s
   }
 }
 
-void add_elf_edits(std::vector<Mutant>& out, const std::string& bytes, std::size_t base,
+// Field edits of the EIATTR records in [start, end) (a .nv.info section): format, attribute,
+// the 16-bit value or size, and the first word of a sized record (most often a symbol index).
+void add_attribute_edits(std::vector<Mutant>& out, const std::string& bytes, const std::string& where,
+                         std::uint64_t start, std::uint64_t end) {
+  std::vector<std::uint64_t> records;
+  for (std::uint64_t record = start; record + 4 <= end;) {  // each step moves 4 bytes at least
+    records.push_back(record);
+    record += 4 + (static_cast<unsigned char>(bytes[record]) == 4 ? read_field(bytes, record + 2, 2) : 0);
+  }
+  const std::size_t taken = std::min<std::size_t>(records.size(), 16);
+  for (std::size_t k = 0; k < taken; ++k) {
+    const std::uint64_t record = records[taken < 2 ? 0 : k * (records.size() - 1) / (taken - 1)];
+    const std::string name = where + "record at " + std::to_string(record - start) + " ";
+    add_field_edits(out, bytes, name + "format", record, 1);
+    add_field_edits(out, bytes, name + "attribute", record + 1, 1);
+    add_field_edits(out, bytes, name + "value or size", record + 2, 2);
+    if (static_cast<unsigned char>(bytes[record]) == 4 && read_field(bytes, record + 2, 2) >= 4 && record + 8 <= end) {
+      add_field_edits(out, bytes, name + "first word", record + 4, 4);
+    }
+  }
+}
+
+// Every header and table of the ELF file at [base, end): the ELF header, section headers,
+// program headers, and the entries of the symbol, relocation and attribute tables.
+void add_elf_edits(std::vector<Mutant>& out, const std::string& bytes, std::uint64_t base, std::uint64_t end,
                    const std::string& where) {
-  if (bytes.size() < base + 64 || bytes.compare(base, 4, "\x7f" "ELF") != 0) return;
-  const std::pair<const char*, std::array<std::size_t, 2>> header[] = {
-      {"EI_CLASS", {4, 1}},  {"EI_DATA", {5, 1}},    {"EI_OSABI", {7, 1}},  {"e_type", {16, 2}},
-      {"e_machine", {18, 2}}, {"e_phoff", {32, 8}},   {"e_shoff", {40, 8}},  {"e_flags", {48, 4}},
-      {"e_ehsize", {52, 2}},  {"e_phnum", {56, 2}},   {"e_shentsize", {58, 2}},
-      {"e_shnum", {60, 2}},   {"e_shstrndx", {62, 2}}};
-  for (const auto& [name, field] : header) {
+  end = std::min<std::uint64_t>(end, bytes.size());
+  if (!region(base, end, 0, 64) || bytes.compare(base, 4, "\x7f" "ELF") != 0) return;
+  for (const auto& [name, field] : elf_header_fields) {
     add_field_edits(out, bytes, where + name, base + field[0], field[1]);
   }
-  const std::uint64_t table = base + read_field(bytes, base + 40, 8);
   const std::uint64_t count = read_field(bytes, base + 60, 2);
-  const std::pair<const char*, std::array<std::size_t, 2>> section[] = {
-      {"sh_name", {0, 4}},  {"sh_type", {4, 4}},  {"sh_offset", {24, 8}}, {"sh_size", {32, 8}},
-      {"sh_link", {40, 4}}, {"sh_info", {44, 4}}, {"sh_addralign", {48, 8}}, {"sh_entsize", {56, 8}}};
-  for (std::uint64_t i = 0; i < count && table + (i + 1) * 64 <= bytes.size(); ++i) {
-    for (const auto& [name, field] : section) {
-      add_field_edits(out, bytes, where + "section " + std::to_string(i) + " " + name,
-                      table + i * 64 + field[0], field[1]);
-    }
+  const auto sections = region(base, end, read_field(bytes, base + 40, 8), count * 64);
+  if (sections) {
+    add_table_edits(out, bytes, where + "section ", sections->first, sections->second, 64, section_header_fields,
+                    count);  // every section header
   }
-  // The tables the sections hold: symbols and relocations, whose shapes crash nvJitLink where
-  // cujit's checks let them through (issue 31).
-  for (std::uint64_t i = 0; i < count && table + (i + 1) * 64 <= bytes.size(); ++i) {
-    const std::uint64_t at = table + i * 64;
+  for (std::uint64_t i = 0; sections && i < count; ++i) {
+    // The tables the sections hold: symbols, relocations and attribute records, whose shapes
+    // crash nvJitLink where cujit's checks let them through (issue 31).
+    const std::uint64_t at = sections->first + i * 64;
     const std::uint64_t type = read_field(bytes, at + 4, 4);
-    const std::uint64_t start = base + read_field(bytes, at + 24, 8);
-    const std::uint64_t size = read_field(bytes, at + 32, 8);
-    const char* kind = type == 2 || type == 11 ? "symbol" : type == 9 || type == 4 ? "relocation" : nullptr;
-    if (kind == nullptr || start > bytes.size() || size > bytes.size() - start) continue;
-    const std::uint64_t entry_size = type == 9 ? 16 : 24;
-    const TableFields fields = type == 2 || type == 11 ? symbol_fields : type == 9 ? rel_fields : rela_fields;
-    add_table_edits(out, bytes, where + "section " + std::to_string(i) + " " + kind + " ", start,
-                    size / entry_size, entry_size, fields);
-  }
-  // EIATTR records of the .nv.info sections (SHT_CUDA_INFO): format, attribute, the 16-bit
-  // value or size, and the first word of a sized record's data (most often a symbol index).
-  for (std::uint64_t i = 0; i < count && table + (i + 1) * 64 <= bytes.size(); ++i) {
-    const std::uint64_t at = table + i * 64;
-    const std::uint64_t start = base + read_field(bytes, at + 24, 8);
-    const std::uint64_t size = read_field(bytes, at + 32, 8);
-    if (read_field(bytes, at + 4, 4) != 0x70000000 || start > bytes.size() || size > bytes.size() - start) continue;
-    std::vector<std::uint64_t> records;
-    for (std::uint64_t record = start; record + 4 <= start + size;) {
-      records.push_back(record);
-      record += 4 + (static_cast<unsigned char>(bytes[record]) == 4 ? read_field(bytes, record + 2, 2) : 0);
-    }
-    const std::size_t taken = std::min<std::size_t>(records.size(), 16);
-    for (std::size_t k = 0; k < taken; ++k) {
-      const std::uint64_t record = records[taken < 2 ? 0 : k * (records.size() - 1) / (taken - 1)];
-      const std::string name = where + "section " + std::to_string(i) + " record at " + std::to_string(record - start) + " ";
-      add_field_edits(out, bytes, name + "format", record, 1);
-      add_field_edits(out, bytes, name + "attribute", record + 1, 1);
-      add_field_edits(out, bytes, name + "value or size", record + 2, 2);
-      if (static_cast<unsigned char>(bytes[record]) == 4 && read_field(bytes, record + 2, 2) >= 4) {
-        add_field_edits(out, bytes, name + "first word", record + 4, 4);
-      }
+    const auto held = region(base, end, read_field(bytes, at + 24, 8), read_field(bytes, at + 32, 8));
+    if (!held) continue;
+    const std::string name = where + "section " + std::to_string(i) + " ";
+    if (type == 2 || type == 11) {
+      add_table_edits(out, bytes, name + "symbol ", held->first, held->second, 24, symbol_fields);
+    } else if (type == 9 || type == 4) {
+      add_table_edits(out, bytes, name + "relocation ", held->first, held->second, type == 9 ? 16 : 24,
+                      type == 9 ? rel_fields : rela_fields);
+    } else if (type == 0x70000000) {  // SHT_CUDA_INFO: .nv.info*
+      add_attribute_edits(out, bytes, name, held->first, held->second);
     }
   }
-  // Program headers (a cubin's segments).
-  add_table_edits(out, bytes, where + "program header ", base + read_field(bytes, base + 32, 8),
-                  read_field(bytes, base + 56, 2), 56, program_header_fields);
+  const std::uint64_t segment_size = read_field(bytes, base + 54, 2);
+  if (segment_size < 56) return;  // not a 64-bit program header table
+  const auto segments = region(base, end, read_field(bytes, base + 32, 8), read_field(bytes, base + 56, 2) * segment_size);
+  if (segments) {
+    add_table_edits(out, bytes, where + "program header ", segments->first, segments->second, segment_size,
+                    program_header_fields);
+  }
 }
 
 void add_fatbin_edits(std::vector<Mutant>& out, const std::string& bytes) {
@@ -211,8 +227,10 @@ void add_fatbin_edits(std::vector<Mutant>& out, const std::string& bytes) {
         if (field[0] + field[1] > header_size) continue;
         add_field_edits(out, bytes, e + name, entry + field[0], field[1]);
       }
-      // A cubin the entry wraps (stored uncompressed): its own headers and tables.
-      if (entry + header_size < bytes.size()) add_elf_edits(out, bytes, entry + header_size, e + "cubin: ");
+      // A cubin the entry wraps (stored uncompressed): its own headers and tables, within the
+      // entry's payload.
+      add_elf_edits(out, bytes, entry + header_size, entry + header_size + read_field(bytes, entry + 8, 8),
+                    e + "cubin: ");
       entry += header_size + read_field(bytes, entry + 8, 8);
     }
   }
@@ -238,7 +256,7 @@ void add_archive_edits(std::vector<Mutant>& out, const std::string& bytes) {
     std::string bad_name = bytes;
     bad_name[at] = '\0';
     out.push_back({where + "NUL in the name", std::move(bad_name)});
-    add_elf_edits(out, bytes, at + 60, where);
+    add_elf_edits(out, bytes, at + 60, at + 60 + size, where);
     at += 60 + size + (size % 2);
   }
 }
@@ -336,7 +354,7 @@ std::vector<Mutant> make_mutants(const Campaign& campaign, const std::string& or
   switch (campaign.format) {
     case Format::cubin:
     case Format::object:
-      add_elf_edits(out, original, 0, "");
+      add_elf_edits(out, original, 0, original.size(), "");
       add_fatbin_edits(out, original);
       break;
     case Format::fatbin: add_fatbin_edits(out, original); break;
@@ -495,6 +513,40 @@ TEST_P(HostileMutation, NoDamagedInputKillsTheLinker) {
   for (const std::string& death : tally.deaths) ADD_FAILURE() << "a child died on " << death;
 }
 
+// The table edits reach what they are written for: a campaign over a wrapped cubin that made
+// no "cubin: " edit (nvcc compressed the payload after all, or the payload moved) would pass
+// on random bytes alone. Counted before any budget.
+TEST(MutationTables, EveryTableKindIsEditedWhereTheFixtureHasIt) {
+  struct Expected {
+    const char* fixture;
+    Format format;
+    std::vector<std::string> labels;  // each in some mutant's description
+  };
+  const std::vector<Expected> cases = {
+      {"scale_kernel.cubin", Format::cubin, {"section 1 sh_type", " symbol ", "record at"}},
+      {"mixed_kernel.cubin", Format::cubin, {" symbol ", " relocation ", "record at"}},
+      {"device_data_whole.cubin", Format::cubin, {"program header ", " symbol "}},
+      {"scale_kernel_sass_plain.fatbin", Format::fatbin, {"cubin: e_shoff", "cubin: section ", " symbol ", "record at"}},
+      {"mixed_kernel_sass_plain.fatbin", Format::fatbin, {"cubin: ", " relocation ", "record at"}},
+      {"scale_kernel_plain.o", Format::object, {"cubin: ", "record at"}},
+  };
+  for (const Expected& expected : cases) {
+    SCOPED_TRACE(expected.fixture);
+    const std::string original = test::read_bytes(test::fixture_path(expected.fixture));
+    const std::vector<Mutant> mutants = make_mutants(Campaign{"tables", expected.fixture, expected.format}, original);
+    for (const std::string& label : expected.labels) {
+      const bool found = std::any_of(mutants.begin(), mutants.end(),
+                                     [&](const Mutant& m) { return m.what.find(label) != std::string::npos; });
+      EXPECT_TRUE(found) << "no mutant named '" << label << "' among " << mutants.size();
+    }
+    for (const Mutant& mutant : mutants) {
+      if (mutant.what.rfind("truncated", 0) != 0) {
+        EXPECT_EQ(mutant.bytes.size(), original.size()) << mutant.what;
+      }
+    }
+  }
+}
+
 // The budget narrows the campaign; its assumption is that a budget keeps every kind of damage
 // (random bytes, truncations, header and table fields) in its share, the same mutants each run.
 TEST(MutationBudget, EveryKindOfDamageKeepsItsShare) {
@@ -551,15 +603,15 @@ INSTANTIATE_TEST_SUITE_P(
                                {"dev_add.cubin", "dev_mul.cubin"}},
                       Campaign{"fatbin_with_calls", "mixed_kernel_sass.fatbin", Format::fatbin, false,
                                1000, {"dev_add.cubin", "dev_mul.cubin"}},
-                      // Relocatable code with CUDA's NOBITS .nv.global (no file bytes, exempt
-                      // from the range checks, issue 26) and initialised, constant and
-                      // managed data: the exemption must not let damage through.
                       // Fatbins and a host object holding uncompressed cubins: the wrapped
                       // cubin's headers, symbols and relocations (issue 31).
                       Campaign{"fatbin_wrapped_cubin", "scale_kernel_sass_plain.fatbin", Format::fatbin, false, 800},
                       Campaign{"fatbin_wrapped_cubin_with_calls", "mixed_kernel_sass_plain.fatbin", Format::fatbin,
                                false, 400, {"dev_add.cubin", "dev_mul.cubin"}},
                       Campaign{"object_wrapped_cubin", "scale_kernel_plain.o", Format::object, false, 400},
+                      // Relocatable code with CUDA's NOBITS .nv.global (no file bytes, exempt
+                      // from the range checks, issue 26) and initialised, constant and
+                      // managed data: the exemption must not let damage through.
                       Campaign{"cubin_device_data", "device_data.cubin", Format::cubin, false, 800},
                       Campaign{"object_device_data", "device_data.o", Format::object, false, 400}),
     [](const auto& cell) { return cell.param.label; });

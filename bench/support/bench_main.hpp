@@ -54,11 +54,15 @@ inline double seconds_since(Clock::time_point start) {
 // Where a cujit figure's time goes: wrap a benchmark's timed loop in one; finish() adds
 // the per-iteration counters nvrtc_s, nvjitlink_s, driver_s (time inside each vendor
 // library, cujit::vendor_time), vendor_s (their sum) and own_s (the wall time of the loop
-// less vendor_s: cujit's own work, with lock waits and the loop's own cost), and
-// off_thread_cpu_s: the CPU time other threads of the process spent during the loop. The
-// regression gate judges CPU-bound families on the benchmark thread's CPU time, which load
-// from other processes barely moves; it refuses a family whose work moved to other threads,
-// since that time would not be judged (reports/cujit_reports/ab_gate.py).
+// less vendor_s: cujit's own work, with lock waits and the loop's own cost), and two
+// counters the regression gate checks before it judges a CPU-bound family on the benchmark
+// thread's CPU time (reports/cujit_reports/ab_gate.py), which load from other processes
+// barely moves but which misses work done elsewhere and time spent waiting:
+//   off_thread_cpu_s  CPU time of the process's other threads and of the child processes it
+//                     reaped during the loop (cujit's compile workers), per iteration
+//   waits             the benchmark thread's voluntary context switches (it blocked: a
+//                     sleep, a lock, I/O) per iteration
+// Either is NaN when the system would not say.
 class VendorShare {
  public:
   VendorShare();
@@ -67,7 +71,9 @@ class VendorShare {
  private:
   VendorTime vendor_;
   double process_cpu_s_;
+  double children_cpu_s_;
   double thread_cpu_s_;
+  double thread_waits_;
   Clock::time_point start_;
 };
 

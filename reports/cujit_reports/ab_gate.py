@@ -32,11 +32,15 @@ from . import stats
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-# A family judged on the benchmark thread's CPU time must do its work on that thread: CPU
-# time that other threads of the process spent during the loop (the off_thread_cpu_s
-# counter, bench/support/bench_main.hpp) beyond this share of it means the judged clock
-# misses work, and the run is refused instead of judged.
+# A family judged on the benchmark thread's CPU time must do its work on that thread, and not
+# wait: the benchmark records the CPU time its other threads and reaped children spent during
+# the loop (off_thread_cpu_s) and the thread's voluntary context switches (waits), both per
+# iteration (bench/support/bench_main.hpp). Other threads' CPU beyond this share of the judged
+# time, or waits that could cost that much at WAIT_COST_S each (a switch out and back costs
+# microseconds of wall time, none of CPU), mean the judged clock misses time: the run is
+# refused instead of judged.
 OFF_THREAD_LIMIT = 0.02
+WAIT_COST_S = 5e-6
 
 # A vendor phase counter among a run's metrics: "phase:nvrtc_nvvm_optimizer_ms".
 PHASE = "phase:"
@@ -129,19 +133,11 @@ def _entry_metrics(entry, family, label):
     values = {"time": _positive(entry.get("real_time"), "real_time", family, label) * TIME_UNITS[unit]}
     if "cpu" in family.metrics:
         values["cpu"] = _positive(entry.get("cpu_time"), "cpu_time", family, label) * TIME_UNITS[unit]
-        off_thread = entry.get("off_thread_cpu_s")
-        if (not isinstance(off_thread, (int, float)) or isinstance(off_thread, bool) or not math.isfinite(off_thread)
-                or off_thread < 0):
-            raise GateInputError(f"{label}: {family.name}: no off_thread_cpu_s counter, so its CPU time cannot be "
-                                 f"shown to hold all of its work")
-        if off_thread > OFF_THREAD_LIMIT * values["cpu"]:
-            raise GateInputError(f"{label}: {family.name}: other threads spent {off_thread / values['cpu']:.1%} of the "
-                                 f"benchmark thread's CPU time, over {OFF_THREAD_LIMIT:.0%}: its `cpu` metric would "
-                                 f"miss that work; judge it on `time` (gate_families.py)")
+        _check_thread_time(entry, values["cpu"], family, label)
     if "own" in family.metrics:
         own = entry.get("own_s")
-        if not isinstance(own, (int, float)) or not math.isfinite(own):
-            raise GateInputError(f"{label}: {family.name}: no finite own_s counter")
+        if not _number(own):
+            raise GateInputError(f"{label}: {family.name}: own_s is {own!r}, not a finite number")
         values["own"] = float(own)
     if "floor_ratio" in family.metrics:
         values["ratio"] = _positive(entry.get("ratio"), "ratio", family, label)
@@ -154,10 +150,37 @@ def _entry_metrics(entry, family, label):
     return values
 
 
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _positive(value, name, family, label):
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if not _number(value) or value <= 0:
         raise GateInputError(f"{label}: {family.name}: {name} is {value!r}, not a positive finite number")
     return float(value)
+
+
+def _check_thread_time(entry, cpu, family, label):
+    """Refuses a repetition whose thread CPU time `cpu` (seconds per iteration) misses work
+    on other threads or time spent waiting (OFF_THREAD_LIMIT)."""
+    off_thread, waits = entry.get("off_thread_cpu_s"), entry.get("waits")
+    for name, value in (("off_thread_cpu_s", off_thread), ("waits", waits)):
+        if not _number(value):
+            raise GateInputError(f"{label}: {family.name}: the counter {name} is {value!r}, not a finite number, "
+                                 f"so its thread CPU time cannot be shown to hold all of its time")
+    # The process's clock window holds the thread's: only rounding can make this negative.
+    if off_thread < -OFF_THREAD_LIMIT * cpu or waits < 0:
+        raise GateInputError(f"{label}: {family.name}: off_thread_cpu_s {off_thread!r} or waits {waits!r} is "
+                             f"negative: the clocks disagree")
+    if off_thread > OFF_THREAD_LIMIT * cpu:
+        raise GateInputError(f"{label}: {family.name}: other threads and child processes spent "
+                             f"{off_thread / cpu:.1%} of the benchmark thread's CPU time, over "
+                             f"{OFF_THREAD_LIMIT:.0%}: its `cpu` metric would miss that work; judge it on `time` "
+                             f"(gate_families.py)")
+    if waits * WAIT_COST_S > OFF_THREAD_LIMIT * cpu:
+        raise GateInputError(f"{label}: {family.name}: the benchmark thread waited {waits:.3g} times an iteration "
+                             f"(voluntary context switches), which can cost more than {OFF_THREAD_LIMIT:.0%} of its "
+                             f"{cpu:.3g} s of CPU time: its `cpu` metric would miss that time; judge it on `time`")
 
 
 def paired_value(metric, a, b):

@@ -125,6 +125,8 @@ class ReadingTest(unittest.TestCase):
             "unknown unit": [entry(unit="min", own_s=0.0)] * 3,
             "zero time": [entry(real_time=0, own_s=0.0)] * 3,
             "nan time": [entry(real_time=float("nan"), own_s=0.0)] * 3,
+            "boolean time": [entry(real_time=True, own_s=0.0)] * 3,
+            "boolean own_s": [entry(own_s=True)] * 3,
             "no own_s": [entry()] * 3,
             "too few repetitions": [entry(own_s=0.0)] * 2,
             "two benchmarks": [entry(own_s=0.0), entry(name="fake/y", own_s=0.0), entry(own_s=0.0)],
@@ -148,7 +150,8 @@ class ThreadCpuTest(unittest.TestCase):
     that other threads did (almost) none of the work."""
 
     def test_cpu_time_is_read_beside_the_wall_time(self):
-        document = {"benchmarks": [entry(real_time=50, cpu_time=c, off_thread_cpu_s=0.0) for c in (30, 31, 90)]}
+        document = {"benchmarks": [entry(real_time=50, cpu_time=c, off_thread_cpu_s=0.0, waits=0.0)
+                                   for c in (30, 31, 90)]}
         values = ab_gate.metrics_of(document, CPU_FAMILY)
         self.assertAlmostEqual(values["cpu"], 0.031)
         self.assertAlmostEqual(values["time"], 0.050)
@@ -156,22 +159,45 @@ class ThreadCpuTest(unittest.TestCase):
 
     def test_work_on_other_threads_refuses_the_run_at_the_limit_and_not_below(self):
         cpu_s = 0.030
-        for share in (0.0, ab_gate.OFF_THREAD_LIMIT * 0.99, ab_gate.OFF_THREAD_LIMIT * 1.01, 0.37):
-            document = {"benchmarks": [entry(real_time=50, cpu_time=30, off_thread_cpu_s=share * cpu_s)] * 3}
+        for share in (0.0, -ab_gate.OFF_THREAD_LIMIT * 0.5, ab_gate.OFF_THREAD_LIMIT * 0.99,
+                      ab_gate.OFF_THREAD_LIMIT * 1.01, 0.37):
+            document = {"benchmarks": [entry(real_time=50, cpu_time=30, off_thread_cpu_s=share * cpu_s, waits=0.0)] * 3}
             if share <= ab_gate.OFF_THREAD_LIMIT:
                 self.assertAlmostEqual(ab_gate.metrics_of(document, CPU_FAMILY)["cpu"], cpu_s)
             else:
                 with self.assertRaisesRegex(ab_gate.GateInputError, "other threads"):
                     ab_gate.metrics_of(document, CPU_FAMILY)
 
+    def test_waiting_refuses_the_run_when_it_could_cost_the_limit(self):
+        cpu_s = 40e-9  # a memory hit: one wait in 6,250 iterations is 2% of it
+        allowed = ab_gate.OFF_THREAD_LIMIT * cpu_s / ab_gate.WAIT_COST_S
+        for waits, refused in ((0.0, False), (allowed * 0.99, False), (allowed * 1.01, True), (1.0, True)):
+            document = {"benchmarks": [entry(real_time=50, cpu_time=40, unit="ns", off_thread_cpu_s=0.0,
+                                             waits=waits)] * 3}
+            if refused:
+                with self.assertRaisesRegex(ab_gate.GateInputError, "waited"):
+                    ab_gate.metrics_of(document, CPU_FAMILY)
+            else:
+                self.assertAlmostEqual(ab_gate.metrics_of(document, CPU_FAMILY)["cpu"], cpu_s)
+
+    def test_one_repetition_over_the_limit_refuses_the_run_whatever_the_median(self):
+        clean = entry(real_time=50, cpu_time=30, off_thread_cpu_s=0.0, waits=0.0)
+        for bad in (dict(clean, off_thread_cpu_s=0.010), dict(clean, waits=1000.0)):
+            with self.assertRaises(ab_gate.GateInputError):
+                ab_gate.metrics_of({"benchmarks": [clean, bad, clean]}, CPU_FAMILY)
+
     def test_refusals(self):
         cases = {
-            "no cpu_time": [entry(off_thread_cpu_s=0.0)] * 3,
-            "zero cpu_time": [entry(cpu_time=0, off_thread_cpu_s=0.0)] * 3,
-            "no off_thread_cpu_s": [entry(cpu_time=30)] * 3,
-            "negative off_thread_cpu_s": [entry(cpu_time=30, off_thread_cpu_s=-1.0)] * 3,
-            "nan off_thread_cpu_s": [entry(cpu_time=30, off_thread_cpu_s=float("nan"))] * 3,
-            "boolean off_thread_cpu_s": [entry(cpu_time=30, off_thread_cpu_s=False)] * 3,
+            "no cpu_time": [entry(off_thread_cpu_s=0.0, waits=0.0)] * 3,
+            "zero cpu_time": [entry(cpu_time=0, off_thread_cpu_s=0.0, waits=0.0)] * 3,
+            "boolean cpu_time": [entry(cpu_time=True, off_thread_cpu_s=0.0, waits=0.0)] * 3,
+            "no off_thread_cpu_s": [entry(cpu_time=30, waits=0.0)] * 3,
+            "no waits": [entry(cpu_time=30, off_thread_cpu_s=0.0)] * 3,
+            "off_thread_cpu_s far below zero": [entry(cpu_time=30, off_thread_cpu_s=-1.0, waits=0.0)] * 3,
+            "negative waits": [entry(cpu_time=30, off_thread_cpu_s=0.0, waits=-1.0)] * 3,
+            "nan off_thread_cpu_s": [entry(cpu_time=30, off_thread_cpu_s=float("nan"), waits=0.0)] * 3,
+            "nan waits": [entry(cpu_time=30, off_thread_cpu_s=0.0, waits=float("nan"))] * 3,
+            "boolean off_thread_cpu_s": [entry(cpu_time=30, off_thread_cpu_s=False, waits=0.0)] * 3,
         }
         for what, benchmarks in cases.items():
             with self.assertRaises(ab_gate.GateInputError, msg=what):

@@ -32,8 +32,8 @@ struct StoredRecipe {
   bool truncated = false;  ///< fields were cut to the bounds
 };
 
-/// The name a key's recipes are indexed by: its "name" (compile: the program), "kernel" or
-/// "spec" field, else empty (every key of the kind shares one index).
+/// The name a key's recipes are indexed by: its "name" (compile: the program), "kernel",
+/// "spec" or "provider" field, else empty (every key of the kind shares one index).
 std::string recipe_name(const CacheKey& key);
 /// The index's file name and Redis key suffix for `kind` and `name`.
 std::string index_id(std::string_view kind, std::string_view name);
