@@ -194,20 +194,23 @@ LinkResult link_files(const std::vector<std::string>& fixtures, bool lto = false
 const std::vector<std::string> watched_clean_link{"dev_add_ptx.fatbin", "scale_kernel.ptx"};
 
 TEST(NvJitLinkStderr, MultipleDefinitionsReportedOnlyOnStderrFailTheLink) {
-  // nvJitLink 13.0 reports these with NVJITLINK_SUCCESS and an "error : ..." line on
-  // stderr; the definitions check cannot read inside objects and fatbins.
-  test::TempDir dir;
-  StderrToFile redirect(dir.path() / "stderr.txt");
-  try {
-    (void)link_files({"dev_add.o", "dev_add_ptx.fatbin"});
-    ADD_FAILURE() << "linked although dev_add is defined twice";
-  } catch (const LinkError& error) {
-    EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"});
-    EXPECT_TRUE(contains(error.log(), "Multiple definition of 'dev_add'")) << error.log();
-    EXPECT_FALSE(contains(error.what(), "#cujit-link-")) << "the session tag leaked: " << error.what();
-  }
-  EXPECT_FALSE(contains(read_bytes(dir.path() / "stderr.txt"), "Multiple definition"))
-      << "the claimed diagnostic was printed as well";
+  // In a process of its own: a duplicate nvJitLink may die on (support/fresh_process.hpp).
+  test::in_fresh_process([&] {
+    // nvJitLink 13.0 reports these with NVJITLINK_SUCCESS and an "error : ..." line on
+    // stderr; the definitions check cannot read inside objects and fatbins.
+    test::TempDir dir;
+    StderrToFile redirect(dir.path() / "stderr.txt");
+    try {
+      (void)link_files({"dev_add.o", "dev_add_ptx.fatbin"});
+      ADD_FAILURE() << "linked although dev_add is defined twice";
+    } catch (const LinkError& error) {
+      EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"});
+      EXPECT_TRUE(contains(error.log(), "Multiple definition of 'dev_add'")) << error.log();
+      EXPECT_FALSE(contains(error.what(), "#cujit-link-")) << "the session tag leaked: " << error.what();
+    }
+    EXPECT_FALSE(contains(read_bytes(dir.path() / "stderr.txt"), "Multiple definition"))
+        << "the claimed diagnostic was printed as well";
+  });
 }
 
 TEST(HostileStderr, AnotherThreadsErrorLinesNeverFailALink) {
@@ -249,27 +252,30 @@ TEST(HostileStderr, WhatOtherThreadsWriteIsNeitherLostNorClaimed) {
 }
 
 TEST(HostileStderr, ConcurrentLinksClaimOnlyTheirOwnErrors) {
-  test::TempDir dir;
-  StderrToFile redirect(dir.path() / "stderr.txt");
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> threads;
-  // Enough sessions that tags 1 and 1x overlap in time (a tag once was a prefix of another).
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 5; ++i) {
-        const bool duplicate = (t + i) % 2 == 0;
-        try {
-          (void)link_files(duplicate ? std::vector<std::string>{"dev_add.o", "dev_add_ptx.fatbin"}
-                                     : watched_clean_link);
-          if (duplicate) ++wrong;
-        } catch (const LinkError&) {
-          if (!duplicate) ++wrong;
+  // In a process of its own: a duplicate nvJitLink may die on (support/fresh_process.hpp).
+  test::in_fresh_process([&] {
+    test::TempDir dir;
+    StderrToFile redirect(dir.path() / "stderr.txt");
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    // Enough sessions that tags 1 and 1x overlap in time (a tag once was a prefix of another).
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 5; ++i) {
+          const bool duplicate = (t + i) % 2 == 0;
+          try {
+            (void)link_files(duplicate ? std::vector<std::string>{"dev_add.o", "dev_add_ptx.fatbin"}
+                                       : watched_clean_link);
+            if (duplicate) ++wrong;
+          } catch (const LinkError&) {
+            if (!duplicate) ++wrong;
+          }
         }
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(wrong.load(), 0);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(wrong.load(), 0);
+  });
 }
 
 // nvJitLink 13.0 answers NVJITLINK_SUCCESS when LTO-IR and another format define the same
@@ -277,13 +283,16 @@ TEST(HostileStderr, ConcurrentLinksClaimOnlyTheirOwnErrors) {
 class DuplicateNextToLtoIr : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DuplicateNextToLtoIr, FailsTheLinkThatNvJitLinkCallsASuccess) {
-  try {
-    (void)link_files({"mixed_kernel.ptx", "dev_mul.ptx", "dev_add.ltoir", GetParam()}, true);
-    ADD_FAILURE() << "linked although dev_add is defined in dev_add.ltoir and " << GetParam();
-  } catch (const LinkError& error) {
-    EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"}) << error.what();
-    EXPECT_TRUE(contains(error.log(), "Multiple definition of 'dev_add'")) << error.log();
-  }
+  // In a process of its own: a duplicate nvJitLink may die on (support/fresh_process.hpp).
+  test::in_fresh_process([&] {
+    try {
+      (void)link_files({"mixed_kernel.ptx", "dev_mul.ptx", "dev_add.ltoir", GetParam()}, true);
+      ADD_FAILURE() << "linked although dev_add is defined in dev_add.ltoir and " << GetParam();
+    } catch (const LinkError& error) {
+      EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"}) << error.what();
+      EXPECT_TRUE(contains(error.log(), "Multiple definition of 'dev_add'")) << error.log();
+    }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, DuplicateNextToLtoIr,
@@ -498,13 +507,16 @@ TEST(VendorDifference, NvJitLinkMayDieOnABinaryPrototypeMismatchOnceAnLtoLinkRan
 class DuplicateAcrossFormats : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
 
 TEST_P(DuplicateAcrossFormats, FailsTheLinkNamingTheSymbol) {
-  const auto& [first, second] = GetParam();
-  try {
-    (void)link_files({"mixed_kernel.ptx", "dev_mul.ptx", first, second});
-    ADD_FAILURE() << "linked although dev_add is defined in " << first << " and " << second;
-  } catch (const LinkError& error) {
-    EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"}) << error.what();
-  }
+  // In a process of its own: a duplicate nvJitLink may die on (support/fresh_process.hpp).
+  test::in_fresh_process([&] {
+    const auto& [first, second] = GetParam();
+    try {
+      (void)link_files({"mixed_kernel.ptx", "dev_mul.ptx", first, second});
+      ADD_FAILURE() << "linked although dev_add is defined in " << first << " and " << second;
+    } catch (const LinkError& error) {
+      EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"}) << error.what();
+    }
+  });
 }
 
 std::vector<std::pair<std::string, std::string>> duplicate_pairs() {
@@ -635,22 +647,25 @@ TEST(LinkConcurrency, AnotherThreadsLinkCompletesWhileOneIsInsideNvJitLink) {
 // While a clean link is held inside its capture, another link's stderr-only errors are
 // claimed by that other link alone, and neither is printed.
 TEST(HostileStderr, ALinkHeldInsideItsCaptureClaimsNoneOfAnotherLinksErrors) {
-  test::TempDir dir;
-  StderrToFile redirect(dir.path() / "stderr.txt");
-  HeldLink held;
-  ASSERT_TRUE(held.steps().wait_until_held());
-  try {
-    (void)link_files({"dev_add.o", "dev_add_ptx.fatbin"});
-    ADD_FAILURE() << "linked although dev_add is defined twice";
-  } catch (const LinkError& error) {
-    EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"});
-    EXPECT_FALSE(contains(error.what(), "#cujit-link-")) << error.what();
-  }
-  write_line("error   : a line of the test's own, while a link is held");
-  EXPECT_EQ(held.finish(), "linked");
-  const std::string written = read_bytes(dir.path() / "stderr.txt");
-  EXPECT_FALSE(contains(written, "Multiple definition")) << "a claimed diagnostic was printed";
-  EXPECT_TRUE(contains(written, "a line of the test's own, while a link is held")) << written;
+  // In a process of its own: a duplicate nvJitLink may die on (support/fresh_process.hpp).
+  test::in_fresh_process([&] {
+    test::TempDir dir;
+    StderrToFile redirect(dir.path() / "stderr.txt");
+    HeldLink held;
+    ASSERT_TRUE(held.steps().wait_until_held());
+    try {
+      (void)link_files({"dev_add.o", "dev_add_ptx.fatbin"});
+      ADD_FAILURE() << "linked although dev_add is defined twice";
+    } catch (const LinkError& error) {
+      EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"});
+      EXPECT_FALSE(contains(error.what(), "#cujit-link-")) << error.what();
+    }
+    write_line("error   : a line of the test's own, while a link is held");
+    EXPECT_EQ(held.finish(), "linked");
+    const std::string written = read_bytes(dir.path() / "stderr.txt");
+    EXPECT_FALSE(contains(written, "Multiple definition")) << "a claimed diagnostic was printed";
+    EXPECT_TRUE(contains(written, "a line of the test's own, while a link is held")) << written;
+  });
 }
 
 // nvJitLink reads each input from the LinkableCode's own buffer: nothing is copied on the way.
