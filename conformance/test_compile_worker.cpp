@@ -218,7 +218,14 @@ TEST(CompileWorkerHostile, NoDescriptorLeaksIntoTheWorkerOrOutOfARun) {
     EXPECT_THROW(detail::compile_in_worker(program, options, {hostile, mode}, quick_limits()), Error) << mode;
   }
   detail::compile_in_worker(program, options, {worker}, detail::WorkerLimits{});
-  EXPECT_EQ(open_descriptors(), before);
+  // A leak is a descriptor open now that was not before. One open before may be gone: run
+  // after other tests in one process (`cujit conformance`), descriptors of earlier tests'
+  // objects close on their own schedule.
+  std::set<std::string> leaked;
+  for (const std::string& fd : open_descriptors()) {
+    if (before.count(fd) == 0) leaked.insert(fd);
+  }
+  EXPECT_TRUE(leaked.empty()) << leaked.size() << " descriptors leaked, the first " << *leaked.begin();
 }
 
 LinkOptions sm90() {
