@@ -193,6 +193,20 @@ LinkResult link_files(const std::vector<std::string>& fixtures, bool lto = false
 // A clean link with a fatbin, whose duplicates nvJitLink would report only on stderr.
 const std::vector<std::string> watched_clean_link{"dev_add_ptx.fatbin", "scale_kernel.ptx"};
 
+// Links dev_add.o with dev_add_ptx.fatbin, which both define dev_add: the link must fail
+// naming dev_add alone, without the session tag. Returns the error's log.
+std::string log_of_refused_duplicate() {
+  try {
+    (void)link_files({"dev_add.o", "dev_add_ptx.fatbin"});
+    ADD_FAILURE() << "linked although dev_add is defined twice";
+  } catch (const LinkError& error) {
+    EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"});
+    EXPECT_FALSE(contains(error.what(), "#cujit-link-")) << "the session tag leaked: " << error.what();
+    return error.log();
+  }
+  return {};
+}
+
 TEST(NvJitLinkStderr, MultipleDefinitionsReportedOnlyOnStderrFailTheLink) {
   // In a process of its own: a duplicate nvJitLink may die on (support/fresh_process.hpp).
   test::in_fresh_process([&] {
@@ -200,14 +214,8 @@ TEST(NvJitLinkStderr, MultipleDefinitionsReportedOnlyOnStderrFailTheLink) {
     // stderr; the definitions check cannot read inside objects and fatbins.
     test::TempDir dir;
     StderrToFile redirect(dir.path() / "stderr.txt");
-    try {
-      (void)link_files({"dev_add.o", "dev_add_ptx.fatbin"});
-      ADD_FAILURE() << "linked although dev_add is defined twice";
-    } catch (const LinkError& error) {
-      EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"});
-      EXPECT_TRUE(contains(error.log(), "Multiple definition of 'dev_add'")) << error.log();
-      EXPECT_FALSE(contains(error.what(), "#cujit-link-")) << "the session tag leaked: " << error.what();
-    }
+    const std::string log = log_of_refused_duplicate();
+    EXPECT_TRUE(contains(log, "Multiple definition of 'dev_add'")) << log;
     EXPECT_FALSE(contains(read_bytes(dir.path() / "stderr.txt"), "Multiple definition"))
         << "the claimed diagnostic was printed as well";
   });
@@ -653,13 +661,7 @@ TEST(HostileStderr, ALinkHeldInsideItsCaptureClaimsNoneOfAnotherLinksErrors) {
     StderrToFile redirect(dir.path() / "stderr.txt");
     HeldLink held;
     ASSERT_TRUE(held.steps().wait_until_held());
-    try {
-      (void)link_files({"dev_add.o", "dev_add_ptx.fatbin"});
-      ADD_FAILURE() << "linked although dev_add is defined twice";
-    } catch (const LinkError& error) {
-      EXPECT_EQ(error.duplicate_symbols(), std::vector<std::string>{"dev_add"});
-      EXPECT_FALSE(contains(error.what(), "#cujit-link-")) << error.what();
-    }
+    (void)log_of_refused_duplicate();
     write_line("error   : a line of the test's own, while a link is held");
     EXPECT_EQ(held.finish(), "linked");
     const std::string written = read_bytes(dir.path() / "stderr.txt");
