@@ -345,6 +345,18 @@ TEST(ChildProcess, MemoryAndCpuLimitsReachTheChild) {
   EXPECT_EQ(out, std::to_string((std::uint64_t{3} << 30) / 1024) + "\n17\n");
 }
 
+// A child past its CPU limit dies of SIGXCPU, which says why; it once got SIGKILL (soft and
+// hard limits equal), which reads as a crash.
+TEST(ChildProcess, AChildPastItsCpuLimitDiesOfSigxcpu) {
+  detail::ChildOptions options;
+  options.argv = {"sh", "-c", "while :; do :; done"};
+  options.cpu_limit_seconds = 1;
+  options.timeout = std::chrono::seconds(60);
+  const detail::ChildResult result = detail::run_child_process(options, [](detail::ChildStream, std::string_view) {});
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.signal, SIGXCPU) << result.start_error;
+}
+
 // libcujit's compile worker goes through the same check: a named worker that another user
 // could have written is Error(io) naming it, never run.
 TEST(CompileWorkerCheck, UntrustedWorkerIsATypedError) {

@@ -238,7 +238,11 @@ struct ChildPlan {
     if (::setrlimit(RLIMIT_AS, &limit) != 0) error = errno;
   }
   if (error == 0 && plan.cpu_limit > 0) {
-    const struct rlimit limit {plan.cpu_limit, plan.cpu_limit};
+    // The hard limit a second above the soft one: at the soft limit the kernel sends
+    // SIGXCPU, which names the cause; with both equal it sends SIGKILL instead, which reads
+    // as a crash (and raced the caller's own wall-time kill). A child that catches SIGXCPU
+    // still gets SIGKILL a second later.
+    const struct rlimit limit {plan.cpu_limit, plan.cpu_limit + 1};
     if (::setrlimit(RLIMIT_CPU, &limit) != 0) error = errno;
   }
   if (error == 0) {
