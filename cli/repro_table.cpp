@@ -6,9 +6,11 @@
 //
 // cujit's cells come from `cujit repro --json --no-replays FILE` run as a child (so a crash
 // is one cell, not the table); a backend the file does not run is "not in file": the
-// file's claim is about the backends it names. Stack cells come from run_replays here.
-// Exit 0 when every cujit cell is as expected, needs a device or is not in the file; 1
-// otherwise. A replay's verdict never changes the exit status: it is the stack's, not cujit's.
+// file's claim is about the backends it names; "does not apply" with the file's reason
+// where the driver linker cannot run the case, and "needs a device" for the driver half of
+// a "both" file on a machine without one. Stack cells come from run_replays here.
+// Exit 0 when every cujit cell is as expected, needs a device, does not apply or is not in
+// the file; 1 otherwise. A replay's verdict never changes the exit status: it is the stack's, not cujit's.
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -57,6 +59,17 @@ std::string backend_verdict(const nlohmann::json& bundle, const std::string& bac
   return worst;
 }
 
+// A backend the bundle names as not run ("needs a device", "does not apply") and why.
+void not_run_verdict(const nlohmann::json& bundle, const std::string& backend, Cell& cell) {
+  if (!bundle.contains("not_run") || !bundle["not_run"].is_array()) return;
+  for (const auto& entry : bundle["not_run"]) {
+    if (!entry.is_object() || entry.value("backend", "") != backend) continue;
+    cell.verdict = entry.value("verdict", "");
+    cell.detail = entry.value("why", "");
+    return;
+  }
+}
+
 // cujit's two cells for one file.
 std::pair<Cell, Cell> cujit_cells(const std::filesystem::path& file, const std::filesystem::path& out,
                                   const std::string& stem, const ReproOptions& options, std::string& environment) {
@@ -83,8 +96,10 @@ std::pair<Cell, Cell> cujit_cells(const std::filesystem::path& file, const std::
     if (environment.empty()) environment = bundle.value("environment", "");
     for (auto [cell, backend] : {std::pair{&nvjitlink, "nvjitlink"}, std::pair{&driver, "driver"}}) {
       cell->verdict = backend_verdict(bundle, backend);
+      if (cell->verdict.empty()) not_run_verdict(bundle, backend, *cell);
       if (cell->verdict.empty()) cell->verdict = "not in file";
-      cell->holds = cell->verdict == "as expected" || cell->verdict == "not in file";
+      cell->holds = cell->verdict == "as expected" || cell->verdict == "not in file" ||
+                    cell->verdict == "does not apply" || cell->verdict == "needs a device";
     }
     return {nvjitlink, driver};
   }
@@ -111,7 +126,8 @@ std::pair<Cell, Cell> cujit_cells(const std::filesystem::path& file, const std::
       nvjitlink = {"not in file", log, "", true};
     }
     if (std::find(backends.begin(), backends.end(), LinkerBackend::driver) == backends.end()) {
-      driver = {"not in file", log, "", true};
+      driver = scenario.driver_does_not_apply.empty() ? Cell{"not in file", log, "", true}
+                                                      : Cell{"does not apply", log, scenario.driver_does_not_apply, true};
     }
   } catch (const Error&) {
     // The child already said what is wrong with the file; its cells say "file error".

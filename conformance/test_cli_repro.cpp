@@ -164,11 +164,13 @@ struct FakeStacks {
   }
   // set/repro/NAME.json, linking one inline PTX function (no device needed), with a CuPy
   // replay printing `outcome` and a numba-cuda replay; `expect` is cujit's expectation.
-  std::filesystem::path scenario(const std::string& name, const std::string& outcome, const std::string& expect) {
+  // `fields`: more of the file's top-level fields, each followed by a comma.
+  std::filesystem::path scenario(const std::string& name, const std::string& outcome, const std::string& expect,
+                                 const std::string& fields = "") {
     put(dir, "set/replays/" + name + "/replay_cupy.py",
               "print('CUJIT_REPLAY {\"outcome\": \"" + outcome + "\", \"toolkit\": \"fake 1.0\"}')\n");
     put(dir, "set/replays/" + name + "/replay_numba_cuda.py", "raise SystemExit('must not run')\n");
-    return put(dir, "set/repro/" + name + ".json", R"({"schema": 1, "name": ")" + name + R"(", "found_here": "a test",
+    return put(dir, "set/repro/" + name + ".json", R"({"schema": 1, "name": ")" + name + R"(", "found_here": "a test", )" + fields + R"(
       "inputs": [{"inline": ".version 8.0\n.target sm_90\n.address_size 64\n.visible .func f() { ret; }\n", "format": "ptx", "name": "f.ptx"}],
       "options": {"arch": "sm_90"}, "expect": )" + expect + R"(,
       "replays": [
@@ -270,6 +272,37 @@ TEST(CliReproTable, AllStacksWritesOneTableWhoseCellsLinkTheirLogs) {
 // child never ends (the hang seam) is killed at that limit and is its cell's verdict; the
 // table is written and its exit says a cujit verdict did not hold (red-team F8, whose
 // fixed 300 s limit --all kept).
+// The driver cell is never blank and never a pass it did not earn: "does not apply" with the
+// file's reason, or, for a file that runs both backends, the driver's own verdict where
+// there is a device and "needs a device" with its reason where there is none (the nvJitLink
+// half still runs and is judged).
+TEST(CliReproTable, TheDriverCellSaysWhyItDidNotRun) {
+  FakeStacks fake;
+  fake.scenario("a-lto-only", "ok", R"({"outcome": "success"})",
+                R"("driver_does_not_apply": "LTO-IR inputs: the driver linker takes none",)");
+  fake.scenario("b-both", "ok", R"({"outcome": "success"})", R"("backend": "both",)");
+  const auto out_dir = fake.dir.path() / "out";
+  const auto run = repro_with({"--all", (fake.dir.path() / "set" / "repro").string(), "--out", out_dir.string()},
+                              fake.env(), fake.dir.path());
+  EXPECT_EQ(run.exit_code, 0) << run.all();
+  const auto doc = nlohmann::json::parse(test::read_bytes(out_dir / "verdicts.json"));
+  ASSERT_EQ(doc["rows"].size(), 2u);
+  const auto& lto_only = doc["rows"][0]["cells"];
+  const auto& both = doc["rows"][1]["cells"];
+  EXPECT_EQ(lto_only["cujit-nvjitlink"]["verdict"], "as expected");
+  EXPECT_EQ(lto_only["cujit-driver"]["verdict"], "does not apply");
+  EXPECT_EQ(lto_only["cujit-driver"]["detail"], "LTO-IR inputs: the driver linker takes none");
+  EXPECT_EQ(both["cujit-nvjitlink"]["verdict"], "as expected");
+  if (has_device()) {
+    EXPECT_EQ(both["cujit-driver"]["verdict"], "as expected");
+  } else {
+    EXPECT_EQ(both["cujit-driver"]["verdict"], "needs a device");
+    EXPECT_NE(both["cujit-driver"]["detail"].get<std::string>(), "");
+  }
+  const std::string markdown = test::read_bytes(out_dir / "verdicts.md");
+  EXPECT_NE(markdown.find("does not apply"), std::string::npos) << markdown;
+}
+
 TEST(CliReproTable, EachScenarioChildIsKilledAtTheTablesTimeLimit) {
   FakeStacks fake;
   fake.scenario("hangs", "ok", R"({"outcome": "success"})");

@@ -1,5 +1,6 @@
 // Every scenario file under scenarios/repro runs and ends "as expected". Scenarios that
-// launch, load a module or use the driver linker are GPU tests.
+// launch, load a module or use the driver linker are GPU tests; a file of both backends is
+// also a CPU test, which runs its nvJitLink half.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "cujit/device.hpp"
 #include "runner/scenario_file.hpp"
 #include "runner/scenario_replay.hpp"
 #include "runner/scenario_render.hpp"
@@ -21,13 +23,15 @@
 namespace cujit {
 namespace {
 
-// A file that does not load is listed with the CPU tests, whose run then fails naming
-// the defect (rather than throwing while the tests are registered).
-bool needs_device(const std::filesystem::path& file) {
+// The CPU list: files that run something without a device; the GPU list: files that run
+// something on one. A file that does not load is listed with the CPU tests, whose run then
+// fails naming the defect (rather than throwing while the tests are registered).
+bool listed(const std::filesystem::path& file, bool device) {
   try {
-    return scenarios::load_scenario(file).needs_device();
+    const scenarios::Scenario scenario = scenarios::load_scenario(file);
+    return device ? scenario.uses_device() : !scenario.needs_device();
   } catch (const Error&) {
-    return false;
+    return !device;
   }
 }
 
@@ -35,7 +39,7 @@ std::vector<std::string> scenario_files(bool device) {
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(test::scenario_path("repro"))) {
     if (entry.path().extension() != ".json") continue;
-    if (needs_device(entry.path()) == device) files.push_back(entry.path().string());
+    if (listed(entry.path(), device)) files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -84,6 +88,50 @@ TEST_F(ScenarioFormat, AnUnexpectedOutcomeIsReportedAsSuch) {
   EXPECT_EQ(report.verdict, scenarios::Verdict::not_as_expected);
   EXPECT_NE(text.find("expected a link error"), std::string::npos) << text;
   EXPECT_NE(scenarios::render_json(report).find("\"verdict\": \"not as expected\""), std::string::npos);
+}
+
+// A file of both backends runs its nvJitLink half without a device and names the driver
+// half as not run, with the reason; with a device both halves run and nothing is left out.
+TEST_F(ScenarioFormat, BothBackendsRunWhatTheMachineCanAndNameTheRest) {
+  const auto file = dir.write("both.json", R"({"schema": 1, "name": "both", "backend": "both",
+    "inputs": [{"inline": ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n", "format": "ptx", "name": "k.ptx"}],
+    "options": {"arch": "sm_90"}, "expect": {"outcome": "success"}})");
+  const scenarios::ScenarioReport report = run_file(file);
+  EXPECT_EQ(report.verdict, scenarios::Verdict::as_expected) << scenarios::render_text(report);
+  std::set<LinkerBackend> ran;
+  for (const auto& step : report.steps) ran.insert(step.backend);
+  EXPECT_TRUE(ran.count(LinkerBackend::nvjitlink));
+  if (has_device()) {
+    EXPECT_TRUE(ran.count(LinkerBackend::driver));
+    EXPECT_TRUE(report.not_run.empty());
+  } else {
+    EXPECT_FALSE(ran.count(LinkerBackend::driver));
+    ASSERT_EQ(report.not_run.size(), 1u);
+    EXPECT_EQ(report.not_run[0].backend, LinkerBackend::driver);
+    EXPECT_EQ(report.not_run[0].verdict, "needs a device");
+    EXPECT_NE(scenarios::render_text(report).find("[driver] not run: needs a device"), std::string::npos)
+        << scenarios::render_text(report);
+  }
+}
+
+// driver_does_not_apply: the reason reaches the text and the JSON; a file that runs the
+// driver cannot also say it does not apply, and the reason must say something.
+TEST_F(ScenarioFormat, TheDriverThatDoesNotApplySaysWhy) {
+  const std::string ptx = R"("inputs": [{"inline": ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n", "format": "ptx", "name": "k.ptx"}],
+    "options": {"arch": "sm_90"}, "expect": {"outcome": "success"}})";
+  const auto file = dir.write("lto.json", R"({"schema": 1, "name": "lto", "driver_does_not_apply": "LTO-IR only", )" + ptx);
+  const scenarios::ScenarioReport report = run_file(file);
+  ASSERT_EQ(report.not_run.size(), 1u);
+  EXPECT_EQ(report.not_run[0].verdict, "does not apply");
+  EXPECT_NE(scenarios::render_text(report).find("[driver] not run: does not apply (LTO-IR only)"), std::string::npos);
+  const auto doc = nlohmann::json::parse(scenarios::render_json(report));
+  EXPECT_EQ(doc["not_run"][0]["why"], "LTO-IR only");
+  for (const char* bad : {R"("backend": "both", "driver_does_not_apply": "x", )",
+                                 R"("backend": "driver", "driver_does_not_apply": "x", )",
+                                 R"("driver_does_not_apply": "", )", R"("driver_does_not_apply": 1, )"}) {
+    const auto wrong = dir.write("wrong.json", std::string(R"({"schema": 1, "name": "wrong", )") + bad + ptx);
+    EXPECT_THROW(scenarios::load_scenario(wrong), Error) << bad;
+  }
 }
 
 TEST_F(ScenarioFormat, TheReportedFailureIsRecognised) {
@@ -178,6 +226,20 @@ TEST(ScenarioDocs, TheFormatPageShowsACommittedFileVerbatimAndEveryFileAsItRuns)
                             backends[static_cast<int>(scenario.backend)] + " | ";
     EXPECT_NE(page.find(row), std::string::npos) << "no row " << row;
   }
+}
+
+// Issue 29's table has a cujit-driver cell for every scenario: each committed file runs
+// the driver linker or says why it cannot.
+TEST(CommittedScenarios, EveryFileRunsTheDriverOrSaysWhyNot) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::scenario_path("repro"))) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    const scenarios::Scenario scenario = scenarios::load_scenario(entry.path());
+    EXPECT_TRUE(scenario.backend != scenarios::BackendChoice::nvjitlink || !scenario.driver_does_not_apply.empty())
+        << entry.path().filename() << " neither runs the driver backend nor says why it cannot";
+  }
+  EXPECT_GT(files, 0);
 }
 
 // Issue 29: every committed scenario says, per upstream stack, either which program replays

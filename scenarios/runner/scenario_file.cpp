@@ -30,7 +30,17 @@ void fail_scenario_file(const std::filesystem::path& file, const std::string& wh
 }
 
 bool Scenario::needs_device() const noexcept {
-  return launch.has_value() || builder == Builder::module || backend != BackendChoice::nvjitlink;
+  return launch.has_value() || builder == Builder::module || backend == BackendChoice::driver;
+}
+
+bool Scenario::uses_device() const noexcept {
+  return needs_device() || backend == BackendChoice::both;
+}
+
+std::vector<LinkerBackend> Scenario::backends_runnable(bool device) const {
+  std::vector<LinkerBackend> out = backends();
+  if (!device) std::erase(out, LinkerBackend::driver);
+  return out;
 }
 
 std::vector<LinkerBackend> Scenario::backends() const {
@@ -789,7 +799,8 @@ Scenario read_scenario(const Field& doc, const LoadOptions& options) {
     schema.wrong_type(std::to_string(schema_version));
   }
   doc.object({"schema", "name", "reported", "reported_at", "found_here", "cujit", "builder", "backend", "inputs",
-              "options", "launch", "expect", "steps", "reported_failure", "reduce", "replays"});
+              "options", "launch", "expect", "steps", "reported_failure", "reduce", "replays",
+              "driver_does_not_apply"});
   Scenario scenario;
   scenario.file = doc.file();
   scenario.name = doc.at("name").non_empty_string();
@@ -802,6 +813,12 @@ Scenario read_scenario(const Field& doc, const LoadOptions& options) {
     doc.at("found_here").fail("and reported_at: a scenario was either reported upstream or found here, not both");
   }
   if (auto f = doc.find("cujit")) scenario.cujit_behaviour = f->string();
+  if (auto f = doc.find("driver_does_not_apply")) {
+    if (scenario.backend != BackendChoice::nvjitlink) {
+      f->fail("in a file that runs the driver backend: say why the driver cannot run the case only where it does not");
+    }
+    scenario.driver_does_not_apply = f->non_empty_string();
+  }
   scenario.steps = read_steps(doc);
   if (auto f = doc.find("reported_failure")) scenario.reported_failure = read_error_match(*f);
   const fs::path scenario_dir = fs::absolute(doc.file()).parent_path();

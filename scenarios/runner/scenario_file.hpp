@@ -198,6 +198,9 @@ struct Scenario {
   std::vector<Replay> replays;  // at most one per stack
   Builder builder = Builder::linker;
   BackendChoice backend = BackendChoice::nvjitlink;
+  // Why the driver backend cannot run this case (LTO-IR inputs, no link at all); only in a
+  // file that runs nvJitLink alone. The verdict table says "does not apply" with it.
+  std::string driver_does_not_apply;
   std::vector<Input> inputs;                // non-empty
   std::vector<Step> steps;                  // non-empty; one when the file has no "steps"
   std::optional<Launch> launch;
@@ -209,8 +212,14 @@ struct Scenario {
   std::vector<std::filesystem::path> input_roots;
   bool allow_paths_outside = false;  // LoadOptions::allow_paths_outside
 
-  // A launch, a module load, or the driver backend.
+  // Nothing of the file runs without a device: a launch, a module load, or the driver
+  // backend alone.
   bool needs_device() const noexcept;
+  // Something of the file runs on a device when there is one: needs_device(), or the
+  // driver half of a "both" file (without a device, only its nvJitLink half runs).
+  bool uses_device() const noexcept;
+  // The backends that run here: backends() without the driver when there is no device.
+  std::vector<LinkerBackend> backends_runnable(bool device) const;
   // The backends every step runs through, in order.
   std::vector<LinkerBackend> backends() const;
 };

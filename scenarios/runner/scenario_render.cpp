@@ -66,6 +66,9 @@ std::string render_text(const ScenarioReport& report) {
     }
     out << "  verdict: " << to_string(step.verdict) << (step.why.empty() ? "" : " (" + p(step.why) + ")") << "\n";
   }
+  for (const BackendNotRun& skipped : report.not_run) {
+    out << "[" << to_string(skipped.backend) << "] not run: " << skipped.verdict << " (" << p(skipped.why) << ")\n";
+  }
   if (!report.replays.empty()) out << "replays (upstream stacks; cujit's verdict below is its own):\n";
   for (const ReplayReport& replay : report.replays) {
     out << "  " << p(replay.stack) << (replay.stack_version.empty() ? "" : " " + p(replay.stack_version)) << ": "
@@ -100,6 +103,10 @@ std::string render_json(const ScenarioReport& report) {
     doc["steps"].push_back({{"backend", to_string(step.backend)}, {"options", describe(step.options)},
                             {"outcome", describe_outcome(step)}, {"log", step.log}, {"output", step.launch_output},
                             {"verdict", to_string(step.verdict)}, {"why", step.why}});
+  }
+  for (const BackendNotRun& skipped : report.not_run) {
+    doc["not_run"].push_back(
+        {{"backend", to_string(skipped.backend)}, {"verdict", skipped.verdict}, {"why", skipped.why}});
   }
   for (const ReplayReport& replay : report.replays) {
     doc["replays"].push_back({{"stack", replay.stack}, {"program", replay.program},

@@ -441,7 +441,10 @@ StepReport run_step(const Scenario& scenario, const Step& step, LinkerBackend ba
 }  // namespace
 
 ScenarioReport run_scenario(const Scenario& scenario, const fs::path& fixture_dir) {
-  if (scenario.needs_device() && !has_device()) {
+  // Only a file that uses a device asks for one: cuInit is not free, and a file of the
+  // nvJitLink backend alone must run the same with or without a driver.
+  const bool device = scenario.uses_device() && has_device();
+  if (scenario.needs_device() && !device) {
     throw Error(ErrorKind::cuda, "scenario '" + scenario.name + "'",
                 "needs a CUDA device (it launches, loads, or uses the driver linker): " + no_device_reason());
   }
@@ -460,7 +463,13 @@ ScenarioReport run_scenario(const Scenario& scenario, const fs::path& fixture_di
   // with CUJIT_CAPTURE_DIR still set (after `cujit repro --capture`, or a CI that sets it for
   // its whole run) it would otherwise be captured again, once per replay.
   const detail::CaptureSuppressed replaying;
-  for (LinkerBackend backend : scenario.backends()) {
+  if (scenario.backend == BackendChoice::both && !device) {
+    report.not_run.push_back({LinkerBackend::driver, "needs a device", no_device_reason()});
+  }
+  if (!scenario.driver_does_not_apply.empty()) {
+    report.not_run.push_back({LinkerBackend::driver, "does not apply", scenario.driver_does_not_apply});
+  }
+  for (LinkerBackend backend : scenario.backends_runnable(device)) {
     for (const Step& step : scenario.steps) {
       StepReport out = run_step(scenario, step, backend, fixture_dir, cache, report.inputs);
       if (static_cast<int>(out.verdict) > static_cast<int>(report.verdict)) report.verdict = out.verdict;

@@ -48,6 +48,13 @@ struct StepReport {
   std::string why;  // for a verdict other than as_expected
 };
 
+// A backend the file names or rules out that did not run here, and why.
+struct BackendNotRun {
+  LinkerBackend backend = LinkerBackend::driver;
+  std::string verdict;  // "needs a device" (a "both" file without one) or "does not apply"
+  std::string why;      // the missing device's reason, or the file's driver_does_not_apply
+};
+
 struct ScenarioReport {
   std::string name;
   std::string reported;         // what was reported upstream
@@ -57,6 +64,8 @@ struct ScenarioReport {
   std::vector<InputReport> inputs;
   std::vector<StepReport> steps;
   Verdict verdict = Verdict::as_expected;  // the worst over the steps
+  // Backends that did not run; never counted as a pass, never changing `verdict`.
+  std::vector<BackendNotRun> not_run;
   // Versions and device, for the diagnostic bundle.
   std::string environment;
   // The scenario's replays through upstream stacks (run_replays; filled by the caller, who
@@ -65,8 +74,9 @@ struct ScenarioReport {
 };
 
 // Runs the scenario. `fixture_dir` is where the build put the fixtures that scenarios
-// refer to as {"fixture": NAME}. Throws Error(cuda) when the scenario needs a device and
-// there is none, and Error(usage) from "scenario file" when an input file it names cannot
+// refer to as {"fixture": NAME}. Throws Error(cuda) when nothing of the scenario runs
+// without a device and there is none (a "both" file runs its nvJitLink half and names the
+// driver half in `not_run`), and Error(usage) from "scenario file" when an input file it names cannot
 // be read or patched.
 ScenarioReport run_scenario(const Scenario& scenario, const std::filesystem::path& fixture_dir);
 
