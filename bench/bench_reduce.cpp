@@ -8,7 +8,7 @@
 // spawned again, which creates its CUDA context, then times one build from the disk tier).
 //
 // reduce_into (needs a device): sums of every type the reduce supports (items, accumulator
-// and result of one type), int32 and float64 at n = 1 .. 2^28, the other eight at the sizes
+// and result of one type), an argmin over a user-defined {float, int} pair, int32 and float64 at n = 1 .. 2^28, the other eight at the sizes
 // the goal is judged at (register_type says which), against their floors, CUB's
 // DeviceReduce compiled ahead of time by nvcc for the same types and the GPU's
 // measured copy bandwidth (a device-to-device copy, bytes read plus written). GPU time from the CUPTI activity records (kernels, memcpy) each
@@ -280,6 +280,55 @@ void aot_cub(benchmark::State& state) {
   report(state, input.n * sizeof(T));
 }
 
+// The argmin over a user-defined {float value; int index} pair (aot/cub_reduce.hpp): the
+// same type, operator and init on both sides.
+const ArgminPair argmin_init{3.0e38f, 0x7fffffff};
+
+template <reduce::Backend backend>
+void cujit_reduce_argmin(benchmark::State& state) {
+  Input input(static_cast<std::uint64_t>(state.range(0)), sizeof(ArgminPair));
+  reduce::ReduceSpec spec;
+  spec.user_type = reduce::UserType{"pair", sizeof(ArgminPair), alignof(ArgminPair), argmin_pair_definition};
+  spec.op = reduce::Operator::cuda_source(argmin_pair_operator, "argmin");
+  spec.arch = Arch::of_device(0);
+  spec.backend = backend;
+  const reduce::ReduceBuild build = reduce::build_reduce(spec);
+  DeviceBuffer temp(std::max<std::size_t>(reduce::temp_bytes(build, input.n), 1));
+  const ArgValue init = arg_value(argmin_init);
+  timed(state, [&] {
+    reduce::reduce_into(build, input.in.ptr(), input.out.ptr(), input.n, init, nullptr, temp.ptr(), temp.size());
+    synchronize(nullptr);
+  });
+  report(state, input.n * sizeof(ArgminPair));
+}
+
+void aot_cub_argmin_bench(benchmark::State& state) {
+  Input input(static_cast<std::uint64_t>(state.range(0)), sizeof(ArgminPair));
+  DeviceBuffer temp(aot_cub_argmin_temp_bytes(input.n) + 16);
+  timed(state, [&] {
+    const int status = aot_cub_argmin(reinterpret_cast<void*>(temp.ptr()), temp.size(),
+                                      reinterpret_cast<const ArgminPair*>(input.in.ptr()),
+                                      reinterpret_cast<ArgminPair*>(input.out.ptr()), input.n, argmin_init, nullptr);
+    if (status != 0) state.SkipWithError("cub::DeviceReduce::Reduce (argmin) failed");
+    synchronize(nullptr);
+  });
+  report(state, input.n * sizeof(ArgminPair));
+}
+
+void register_argmin(int iterations, int reps) {
+  const std::vector<int64_t> goal{0, 10, 16, 18, 22, 28};
+  const std::vector<int64_t> brief{0, 10, 16, 22};
+  for (int64_t log2n : quick() ? brief : goal) {
+    const int64_t n = int64_t{1} << log2n;
+    benchmark::RegisterBenchmark("cujit/reduce_into/pair_argmin", cujit_reduce_argmin<reduce::Backend::handwritten>)
+        ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+    benchmark::RegisterBenchmark("aot/cub_device_reduce/pair_argmin", aot_cub_argmin_bench)
+        ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+    benchmark::RegisterBenchmark("cujit/reduce_into_cub/pair_argmin", cujit_reduce_argmin<reduce::Backend::cub>)
+        ->Arg(n)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMicrosecond)->Repetitions(reps);
+  }
+}
+
 void copy_bandwidth(benchmark::State& state) {
   const std::uint64_t bytes = static_cast<std::uint64_t>(state.range(0)) * sizeof(int);
   DeviceBuffer from(bytes), to(bytes);
@@ -345,6 +394,7 @@ void register_throughput() {
   }
   CUJIT_AOT_CUB_TYPES(CUJIT_REGISTER_GOAL_SIZES)
 #undef CUJIT_REGISTER_GOAL_SIZES
+  register_argmin(iterations, reps);
 }
 
 // ---- a reduce in a loop: one graph launch against the stream ------------------------------

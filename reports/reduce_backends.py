@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The reduce's two backends against AOT CUB, from one or more bench_reduce JSON files of
-one run: per type and n, CUB time / cujit time for the hand-written kernels
+one run: per type and n (sums, and the argmin over a user-defined pair), CUB time / cujit
+time for the hand-written kernels
 (`cujit/reduce_into/...`) and for CUB's kernels JIT-built (`cujit/reduce_into_cub/...`),
 each with its spread (reduce_vs_cub.ratio_with_spread: the two medians' cvs in
 quadrature), and the CUB backend's build figures (`cujit/reduce_build_cub/...`) beside the
@@ -17,7 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cujit_reports import bench_json, figures, reduce_vs_cub  # noqa: E402
 
-_JIT_CUB = re.compile(r"cujit/reduce_into_cub/(\w+)_sum/(\d+)$")
+# A workload is "<type>_sum" for the scalar types, "pair_argmin" for the user-defined pair.
+_JIT_CUB = re.compile(r"cujit/reduce_into_cub/(\w+)_(sum|argmin)/(\d+)$")
 BUILDS = ("cujit/reduce_build/cold", "cujit/reduce_build_cub/cold", "cujit/reduce_build_cub/second_type",
           "cujit/reduce_build_cub/memory_hit", "cujit/reduce_build_cub/disk_hit_new_process")
 
@@ -45,13 +47,15 @@ def tables(data):
     for name in data:
         match = _JIT_CUB.match(name)
         if match:
-            keys.add((match.group(1), int(match.group(2))))
+            keys.add((match.group(1), match.group(2), int(match.group(3))))
     lines = ["| type | n | hand-written: CUB / cujit | CUB backend (JIT): CUB / cujit |", "|---|---|---|---|"]
-    for type_name, n in sorted(keys, key=lambda k: (reduce_vs_cub.type_order(k[0]), k[1])):
-        cub = figures.figure(data.get(reduce_vs_cub.cub_name(type_name, n)))
-        lines.append(f"| {type_name} | {reduce_vs_cub.size_label(n)} | "
-                     f"{cell(data, reduce_vs_cub.cujit_name(type_name, n), cub)} | "
-                     f"{cell(data, f'cujit/reduce_into_cub/{type_name}_sum/{n}', cub)} |")
+    for type_name, op, n in sorted(keys, key=lambda k: (k[1] != "sum", reduce_vs_cub.type_order(k[0]), k[2])):
+        workload = f"{type_name}_{op}"
+        cub = figures.figure(data.get(f"aot/cub_device_reduce/{workload}/{n}"))
+        label = type_name if op == "sum" else f"{type_name} ({op})"
+        lines.append(f"| {label} | {reduce_vs_cub.size_label(n)} | "
+                     f"{cell(data, f'cujit/reduce_into/{workload}/{n}', cub)} | "
+                     f"{cell(data, f'cujit/reduce_into_cub/{workload}/{n}', cub)} |")
     lines += ["", "| build | median | cv | repetitions |", "|---|---|---|---|"]
     for name in BUILDS:
         f = figures.figure(data.get(name))

@@ -49,3 +49,31 @@ int aot_cub_sum(void* temp, std::size_t temp_bytes, const T* in, T* out, std::si
   template int aot_cub_sum<T>(void*, std::size_t, const T*, T*, std::size_t, void*);
 CUJIT_AOT_CUB_TYPES(CUJIT_AOT_CUB_INSTANTIATE)
 #undef CUJIT_AOT_CUB_INSTANTIATE
+
+namespace {
+
+// The operator of argmin_pair_operator, for nvcc.
+struct ArgminOp {
+  __device__ ArgminPair operator()(const ArgminPair& a, const ArgminPair& b) const {
+    if (b.value < a.value || (b.value == a.value && b.index < a.index)) return b;
+    return a;
+  }
+};
+
+cudaError_t device_argmin(void* temp, std::size_t& temp_bytes, const ArgminPair* in, ArgminPair* out, std::size_t n,
+                          ArgminPair init, cudaStream_t stream) {
+  return cub::DeviceReduce::Reduce(temp, temp_bytes, in, out, static_cast<int>(n), ArgminOp{}, init, stream);
+}
+
+}  // namespace
+
+std::size_t aot_cub_argmin_temp_bytes(std::size_t n) {
+  std::size_t bytes = 0;
+  device_argmin(nullptr, bytes, nullptr, nullptr, n, ArgminPair{}, nullptr);
+  return bytes;
+}
+
+int aot_cub_argmin(void* temp, std::size_t temp_bytes, const ArgminPair* in, ArgminPair* out, std::size_t n,
+                   ArgminPair init, void* stream) {
+  return static_cast<int>(device_argmin(temp, temp_bytes, in, out, n, init, static_cast<cudaStream_t>(stream)));
+}

@@ -269,3 +269,22 @@ class ReduceBackendsTest(unittest.TestCase):
             code, out, _ = quiet(reduce_backends.main, [path])
             self.assertEqual(code, 0)
             self.assertIn("| int32 | 2^10 | - | 100.0% ±", out)
+
+    def test_the_user_defined_pair_argmin_is_a_row_of_its_own(self):
+        import reduce_backends
+        with tempfile.TemporaryDirectory() as tmp:
+            path = reduce_run(tmp, {("int32", 1024): (5.0, 5.0)})
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+            doc["benchmarks"] += (_entries("cujit/reduce_into/pair_argmin/1024", 8.0)
+                                  + _entries("aot/cub_device_reduce/pair_argmin/1024", 6.0)
+                                  + _entries("cujit/reduce_into_cub/pair_argmin/1024", 5.0)
+                                  + _entries("cujit/reduce_into_cub/int32_sum/1024", 5.0))
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            code, out, err = quiet(reduce_backends.main, [path])
+            self.assertEqual(code, 0, err)
+            self.assertIn("| pair (argmin) | 2^10 | 75.0% ±", out)
+            self.assertIn("| 120.0% ±", out.split("| pair (argmin) | 2^10 |")[1].splitlines()[0])
+            # Sums first, then the argmin.
+            self.assertLess(out.index("| int32 | 2^10 |"), out.index("| pair (argmin) |"))
