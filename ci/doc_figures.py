@@ -109,7 +109,32 @@ def readme_sample_run(root):
             "skips.\n\n" + "\n".join(lines) + "\n")
 
 
+SESSION42_RESULTS = "docs/results/2026-11-28-h200-session42/run2"
+
+
+def reduce_backends_table(root, *names):
+    """reports/reduce_backends.py over committed bench_reduce JSON files, as it prints."""
+    script = root / "reports" / "reduce_backends.py"
+    files = [str(root / SESSION42_RESULTS / name) for name in names]
+    done = subprocess.run([sys.executable, str(script), *files], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"doc_figures: reduce_backends.py failed: {done.stderr}")
+    return "\n" + done.stdout
+
+
+def reduce_backends_h200_cold(root):
+    """reduce.md: both backends against AOT CUB (with the argmin pair) and the cold builds."""
+    return reduce_backends_table(root, "reduce-into.json", "reduce-build-cold.json")
+
+
+def reduce_backends_h200_warm(root):
+    """reduce.md: the builds with the vendor caches on."""
+    return reduce_backends_table(root, "reduce-build-warm.json")
+
+
 GENERATORS = {
+    "reduce-backends-h200-cold": reduce_backends_h200_cold,
+    "reduce-backends-h200-warm": reduce_backends_h200_warm,
     "reduce-cache-hits": reduce_cache_hits,
     "reduce-memory-hit": reduce_memory_hit,
     "reduce-memory-hit-before-memo": reduce_memory_hit_before_memo,

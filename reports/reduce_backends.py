@@ -49,6 +49,8 @@ def tables(data):
         if match:
             keys.add((match.group(1), match.group(2), int(match.group(3))))
     lines = ["| type | n | hand-written: CUB / cujit | CUB backend (JIT): CUB / cujit |", "|---|---|---|---|"]
+    if not keys:
+        lines = []  # a run of the builds alone
     for type_name, op, n in sorted(keys, key=lambda k: (k[1] != "sum", reduce_vs_cub.type_order(k[0]), k[2])):
         workload = f"{type_name}_{op}"
         cub = figures.figure(data.get(f"aot/cub_device_reduce/{workload}/{n}"))
@@ -56,7 +58,7 @@ def tables(data):
         lines.append(f"| {label} | {reduce_vs_cub.size_label(n)} | "
                      f"{cell(data, f'cujit/reduce_into/{workload}/{n}', cub)} | "
                      f"{cell(data, f'cujit/reduce_into_cub/{workload}/{n}', cub)} |")
-    lines += ["", "| build | median | cv | repetitions |", "|---|---|---|---|"]
+    lines += ([""] if lines else []) + ["| build | median | cv | repetitions |", "|---|---|---|---|"]
     for name in BUILDS:
         f = figures.figure(data.get(name))
         if f is None or f.median is None:
