@@ -68,6 +68,23 @@ Pair nvrtc_pair(const JitScenario& scenario, CompileTarget target) {
               }};
 }
 
+// A compile that includes CUB (one source of parallel_sources: cub::BlockReduce, most of
+// it NVRTC's front end over CCCL's headers): cujit's hermetic compile, every header resolved
+// by cujit and handed to NVRTC in memory, against raw NVRTC reading the same headers from
+// the toolkit's include directories (nvrtc_options gives it the search path).
+Pair cub_include_pair() {
+  const LinkableCode source = multi_input_sources(1).at(1);
+  const std::string text(source.bytes().begin(), source.bytes().end());
+  CompileOptions options = multi_input_options(arch).compile;  // CCCL's and the toolkit's include paths
+  options.arch = arch;
+  options.target = CompileTarget::ptx;
+  const auto program = std::make_shared<Program>(text, source.name());
+  return Pair{[program, options] { return program->compile(options).code.bytes(); },
+              [text, name = source.name(), flags = nvrtc_options(options)] {
+                return raw_nvrtc(text, name, flags, "ptx");
+              }};
+}
+
 // ---- end to end: source -> cubin ----------------------------------------------------------
 
 void cujit_e2e(benchmark::State& state, const JitScenario* scenario) {
@@ -278,6 +295,7 @@ void register_all() {
   // Seconds per build (CUB's headers, k times): full mode only.
   if (quick()) return;
   const std::string k = "k" + std::to_string(multi_k);
+  register_pair("nvrtc/cub_block_reduce/ptx", cub_include_pair);
   register_pair("parallel_sources/" + k, parallel_sources_pair);
   benchmark::RegisterBenchmark(("cujit/incremental/" + k + "/rebuild_one").c_str(), incremental_rebuild_one)
       ->Unit(benchmark::kMillisecond)->Iterations(compile_iterations)->Repetitions(reps);
