@@ -39,15 +39,11 @@
 #include "cujit/linkable_code.hpp"
 #include "cujit/reduce.hpp"
 #include "cujit/signature.hpp"
+#include "support/child_cache_config.hpp"
 
 namespace {
 
-cujit::CacheConfig cache_at(const std::string& directory) {
-  cujit::CacheConfig config;
-  config.mode = directory == "off" ? cujit::CacheMode::off : cujit::CacheMode::disk;
-  config.directory = directory;
-  return config;
-}
+cujit::CacheConfig cache_at(const std::string& directory) { return cujit::test::child_cache_config(directory); }
 
 void write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;

@@ -10,6 +10,7 @@
 #include "cujit/abi.hpp"
 #include "cujit/error.hpp"
 #include "cujit/kernel_builder.hpp"
+#include "support/child_cache_config.hpp"
 
 namespace {
 
@@ -45,10 +46,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    cujit::CacheConfig config;
-    config.mode = cujit::CacheMode::disk;
-    config.directory = argv[1];
-    cujit::BuildCache cache(config);
+    cujit::BuildCache cache(cujit::test::child_cache_config(argv[1]));
     auto provider = std::make_shared<VersionedProvider>(argv[2]);
     cujit::DeclaredFunction twice;
     twice.name = "twice";

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <random>
 #include <set>
 #include <tuple>
@@ -357,19 +358,83 @@ struct ChildCompile {
   std::vector<std::string> environment;
 };
 
+// The tier the new-process tests' recipes go through. "disk": every child on one cache
+// directory. "redis": a real redis-server, and each child on a directory of its own, so the
+// recipe a miss is compared with can only come from Redis (the explanation must say so).
+struct ChildTier {
+  std::string remote;  // the server's URL; empty: the disk tier
+  int processes = 0;
+};
+ChildTier& child_tier() {
+  static ChildTier tier;
+  return tier;
+}
+
+const char* tier_of(const char* tier) { return tier; }
+template <class Case>
+const char* tier_of(const std::tuple<Case, const char*>& param) {
+  return std::get<1>(param);
+}
+
+// A test run once per tier: SetUp starts the Redis server for "redis" (or skips, saying why).
+template <class Param>
+class OnEachTier : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    if (std::string(tier_of(this->GetParam())) != "redis") return;
+    if (!BuildCache::remote_built_in()) GTEST_SKIP() << "this cujit was built without hiredis";
+    server_ = std::make_unique<test::RedisServer>();
+    if (test::redis_server_program().empty()) GTEST_SKIP() << server_->problem();
+    ASSERT_EQ(server_->problem(), "");
+    child_tier() = ChildTier{server_->url(), 0};
+  }
+  void TearDown() override { child_tier() = ChildTier{}; }
+  bool through_redis() const { return !child_tier().remote.empty(); }
+
+ private:
+  std::unique_ptr<test::RedisServer> server_;
+};
+
+const char* const tiers[] = {"disk", "redis"};
+
+// The cache directory and environment a child gets on the current tier: through Redis, a
+// directory of its own (`cache` suffixed) and the server's URL.
+fs::path child_directory(const fs::path& cache, std::vector<std::string>& environment) {
+  if (child_tier().remote.empty()) return cache;
+  environment.push_back("CACHE_CHILD_REMOTE=" + child_tier().remote);
+  return cache.string() + "-" + std::to_string(++child_tier().processes);
+}
+
+// The new entries of a child's miss log; through Redis, each explanation that found a
+// recipe must have found it there.
+std::vector<MissExplanation> new_misses(const fs::path& dir, std::size_t before) {
+  std::vector<MissExplanation> log = read_miss_log(dir, 100000);
+  log.erase(log.begin(), log.begin() + static_cast<std::ptrdiff_t>(std::min(before, log.size())));
+  if (!child_tier().remote.empty()) {
+    for (const MissExplanation& explained : log) {
+      if (!explained.nearest.empty()) {
+        EXPECT_EQ(explained.nearest_tier, "remote") << explained.text();
+      }
+    }
+  }
+  return log;
+}
+
 // Runs cache_child compile (or compile-file) and returns the last logged explanation.
-std::optional<MissExplanation> compile_in_child(const fs::path& cache, const std::vector<std::string>& args,
+std::optional<MissExplanation> compile_in_child(const fs::path& cache, std::vector<std::string> args,
                                                 const std::vector<std::string>& environment, std::string& output) {
-  const std::size_t before = read_miss_log(cache, 100000).size();
-  std::vector<std::string> argv{CUJIT_CACHE_CHILD};
-  argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env{"CUJIT_CACHE_EXPLAIN=1"};
   env.insert(env.end(), environment.begin(), environment.end());
+  const fs::path dir = child_directory(cache, env);
+  std::replace(args.begin(), args.end(), cache.string(), dir.string());
+  const std::size_t before = read_miss_log(dir, 100000).size();
+  std::vector<std::string> argv{CUJIT_CACHE_CHILD};
+  argv.insert(argv.end(), args.begin(), args.end());
   const test::ChildResult child = test::run_child(argv, env);
   output = child.output;
   EXPECT_EQ(child.exit_code, 0) << child.output;
-  const std::vector<MissExplanation> log = read_miss_log(cache, 100000);
-  if (log.size() == before) return std::nullopt;
+  const std::vector<MissExplanation> log = new_misses(dir, before);
+  if (log.empty()) return std::nullopt;
   return log.back();
 }
 
@@ -390,10 +455,10 @@ struct ChildCase {
 
 void PrintTo(const ChildCase& c, std::ostream* out) { *out << c.name; }
 
-class ExplainInNewProcess : public ::testing::TestWithParam<ChildCase> {};
+class ExplainInNewProcess : public OnEachTier<std::tuple<ChildCase, const char*>> {};
 
 TEST_P(ExplainInNewProcess, NamesExactlyTheFieldThatChanged) {
-  const ChildCase& c = GetParam();
+  const ChildCase& c = std::get<0>(GetParam());
   test::TempDir dir;
   const fs::path cache = dir.path() / "cache";
   std::string output;
@@ -411,14 +476,26 @@ TEST_P(ExplainInNewProcess, NamesExactlyTheFieldThatChanged) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fields, ExplainInNewProcess,
-    ::testing::Values(ChildCase{"option_changed", {"-DV=1"}, {"-DV=2"}, {}, {"options changed"}, {"-DV=2 was -DV=1"}},
-                      ChildCase{"option_added", {"-DV=1"}, {"-DV=1", "-DW=3"}, {}, {"options added"}, {"added: -DW=3"}},
-                      ChildCase{"option_order", {"-DA=1", "-DV=1"}, {"-DV=1", "-DA=1"}, {}, {"options order"}, {"order changed"}},
-                      ChildCase{"arch", {"-DV=1"}, {"-DV=1"}, {"CACHE_CHILD_ARCH=sm_80"}, {"options changed"}, {"option 1: -arch=compute_80 was -arch=compute_90"}}),
-    [](const ::testing::TestParamInfo<ChildCase>& param) { return std::string(param.param.name); });
+    ::testing::Combine(
+        ::testing::Values(ChildCase{"option_changed", {"-DV=1"}, {"-DV=2"}, {}, {"options changed"}, {"-DV=2 was -DV=1"}},
+                          ChildCase{"option_added", {"-DV=1"}, {"-DV=1", "-DW=3"}, {}, {"options added"}, {"added: -DW=3"}},
+                          ChildCase{"option_order", {"-DA=1", "-DV=1"}, {"-DV=1", "-DA=1"}, {}, {"options order"}, {"order changed"}},
+                          ChildCase{"arch", {"-DV=1"}, {"-DV=1"}, {"CACHE_CHILD_ARCH=sm_80"}, {"options changed"}, {"option 1: -arch=compute_80 was -arch=compute_90"}}),
+        ::testing::ValuesIn(tiers)),
+    [](const ::testing::TestParamInfo<std::tuple<ChildCase, const char*>>& param) {
+      return std::string(std::get<0>(param.param).name) + "_" + std::get<1>(param.param);
+    });
+
+// The new-process tests below run once per tier (the suite's parameter).
+class ExplainInNewProcessFiles : public OnEachTier<const char*> {};
+class ExplainInNewProcessBuilds : public OnEachTier<const char*> {};
+INSTANTIATE_TEST_SUITE_P(Tiers, ExplainInNewProcessFiles, ::testing::ValuesIn(tiers),
+                         [](const ::testing::TestParamInfo<const char*>& param) { return std::string(param.param); });
+INSTANTIATE_TEST_SUITE_P(Tiers, ExplainInNewProcessBuilds, ::testing::ValuesIn(tiers),
+                         [](const ::testing::TestParamInfo<const char*>& param) { return std::string(param.param); });
 
 // Headers on the search path: content changed, then one appearing earlier on the path.
-TEST(ExplainInNewProcessFiles, HeaderContentThenAHeaderAppearingOnThePath) {
+TEST_P(ExplainInNewProcessFiles, HeaderContentThenAHeaderAppearingOnThePath) {
   test::TempDir dir;
   const fs::path cache = dir.path() / "cache";
   fs::create_directories(dir.path() / "a");
@@ -465,7 +542,7 @@ TEST(ExplainInNewProcessFiles, HeaderContentThenAHeaderAppearingOnThePath) {
 
 // The working directory where it matters: a relative -I finds another header. It is not a
 // field of its own; the explanation names what it changed (the file read).
-TEST(ExplainInNewProcessFiles, AWorkingDirectoryThatChangesWhatIsRead) {
+TEST_P(ExplainInNewProcessFiles, AWorkingDirectoryThatChangesWhatIsRead) {
   test::TempDir dir;
   const fs::path cache = dir.path() / "cache";
   for (const char* cwd : {"one", "two"}) {
@@ -509,7 +586,7 @@ std::string texts_of(const MissExplanation& explained) {
 
 // NVRTC is known by its bytes: a copy with one byte changed (the last, in the section header
 // table, which the loader never reads) is another library and names itself as the change.
-TEST(ExplainInNewProcessBuilds, AnotherNvrtcLibraryIsNamed) {
+TEST_P(ExplainInNewProcessBuilds, AnotherNvrtcLibraryIsNamed) {
   test::TempDir dir;
   const fs::path cache = dir.path() / "cache";
   const fs::path real = fs::canonical(CUJIT_TEST_NVRTC_LIBRARY);
@@ -550,7 +627,7 @@ std::optional<MissExplanation> kernel_built_again(const std::vector<std::string>
   return child_build(cache, args, then, output);
 }
 
-TEST(ExplainInNewProcessBuilds, TheNrtDecisionIsNamedAsTheRuntimeItLinks) {
+TEST_P(ExplainInNewProcessBuilds, TheNrtDecisionIsNamedAsTheRuntimeItLinks) {
   std::string output;
   const auto explained = kernel_built_again({}, {"CACHE_CHILD_NRT=1"}, output);
   ASSERT_TRUE(explained) << "no miss logged:\n" << output;
@@ -562,7 +639,7 @@ TEST(ExplainInNewProcessBuilds, TheNrtDecisionIsNamedAsTheRuntimeItLinks) {
 
 // A foreign operator (numba's C-ABI PTX) whose bytes change (a comment added): the reduce's
 // own compile is the same, its link input is not, and the explanation names that input.
-TEST(ExplainInNewProcessBuilds, AForeignOperatorsBytesAreNamed) {
+TEST_P(ExplainInNewProcessBuilds, AForeignOperatorsBytesAreNamed) {
   test::TempDir dir;
   const fs::path cache = dir.path() / "cache";
   const fs::path op = dir.path() / "min_i32_c_abi.ptx";
@@ -584,7 +661,7 @@ TEST(ExplainInNewProcessBuilds, AForeignOperatorsBytesAreNamed) {
 // The link backend changed, in a new process: the link misses and says the backend, and not
 // also the linker library, which follows from it. The driver linker needs a GPU: on a
 // machine without one the child says its link failed, after the miss was logged.
-TEST(ExplainInNewProcessBuilds, AnotherLinkBackendIsNamedAsTheBackendAlone) {
+TEST_P(ExplainInNewProcessBuilds, AnotherLinkBackendIsNamedAsTheBackendAlone) {
   std::string output;
   const auto explained = kernel_built_again({"CACHE_CHILD_BACKEND=nvjitlink"}, {"CACHE_CHILD_BACKEND=driver"}, output);
   ASSERT_TRUE(explained) << "no miss logged:\n" << output;
@@ -619,26 +696,31 @@ TEST(CacheExplain, TheLinkerLibraryIsNamedUnlessTheBackendChanged) {
 
 // A link provider that declares another version, in a new process: its remembered answer
 // misses, indexed under the provider's name, and the explanation names the version alone.
-TEST(ExplainInNewProcessBuilds, AProvidersVersionIsNamed) {
+TEST_P(ExplainInNewProcessBuilds, AProvidersVersionIsNamed) {
   test::TempDir dir;
   const fs::path cache = dir.path() / "cache";
+  fs::path child_cache;
   const auto run = [&](const char* version) {
+    std::vector<std::string> env{"CUJIT_CACHE_EXPLAIN=1"};
+    child_cache = child_directory(cache, env);
     const test::ChildResult child =
-        test::run_child({CUJIT_PROVIDER_MEMORY_CHILD, cache.string(), version}, {"CUJIT_CACHE_EXPLAIN=1"});
+        test::run_child({CUJIT_PROVIDER_MEMORY_CHILD, child_cache.string(), version}, env);
     EXPECT_EQ(child.exit_code, 0) << child.output;
     EXPECT_NE(child.output.find("provider calls: 1"), std::string::npos) << child.output;
     return child.output;
   };
   (void)run("1");
+  // Indexed under the provider's own name, not in one index shared by every provider (the
+  // disk tier's index; Redis keeps its own).
+  if (!through_redis()) {
+    EXPECT_TRUE(fs::is_regular_file(cache / "explain" / "index" / detail::index_id("provider", "twice-provider")));
+  }
   const std::size_t before = read_miss_log(cache, 100000).size();
   const std::string output = run("2");
-  const std::vector<MissExplanation> log = read_miss_log(cache, 100000);
-  ASSERT_GT(log.size(), before) << "no miss logged:\n" << output;
-  // Indexed under the provider's own name, not in one index shared by every provider.
-  EXPECT_TRUE(fs::is_regular_file(cache / "explain" / "index" / detail::index_id("provider", "twice-provider")));
+  const std::vector<MissExplanation> log = new_misses(child_cache, through_redis() ? 0 : before);
+  ASSERT_FALSE(log.empty()) << "no miss logged:\n" << output;
   bool provider_explained = false;
-  for (std::size_t i = before; i < log.size(); ++i) {
-    const MissExplanation& explained = log[i];
+  for (const MissExplanation& explained : log) {
     // The provider's code is the same in both versions: nothing else misses.
     ASSERT_EQ(explained.kind, "provider") << explained.text();
     EXPECT_EQ(explained.name, "twice-provider") << explained.text();
@@ -652,7 +734,7 @@ TEST(ExplainInNewProcessBuilds, AProvidersVersionIsNamed) {
 // A program name is the caller's text: the miss line on stderr writes its control bytes as
 // escapes, so a name cannot start a line of its own (red-team finding F17: a name holding
 // "\nverdict: as expected" printed that line at column 0) or send terminal escapes.
-TEST(ExplainInNewProcessFiles, HostileNamesCannotForgeLinesOnStderr) {
+TEST_P(ExplainInNewProcessFiles, HostileNamesCannotForgeLinesOnStderr) {
   test::TempDir dir;
   const fs::path cache = dir.path() / "cache";
   const fs::path source = dir.path() / "k.cu";

@@ -70,6 +70,8 @@ std::string remote_key_prefix() {
   return "cujit:" + std::to_string(entry_format_version) + ":" + toolkit_identity() + ":";
 }
 
+std::string remote_shared_key_prefix() { return "cujit:" + std::to_string(entry_format_version) + ":shared:"; }
+
 #if CUJIT_HAVE_HIREDIS
 
 bool remote_built_in() noexcept { return true; }

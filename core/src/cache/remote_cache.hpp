@@ -41,6 +41,12 @@ bool remote_built_in() noexcept;
 // another toolkit share a Redis without seeing each other's entries.
 std::string remote_key_prefix();
 
+// "cujit:<entry format version>:shared:": the recipe indexes ("recipes:<kind and name>")
+// live here, shared by every toolkit, so that a miss after a toolkit upgrade is explained
+// by the recipes the old toolkit stored (its NVRTC library named as the change). A recipe is
+// field names, sizes and digests, never code, and is signed like every value.
+std::string remote_shared_key_prefix();
+
 // Whose values this client uses and whether it writes.
 struct RemoteTrust {
   // Values are used only when one of these keys signed them. None: every sound entry is
@@ -60,6 +66,7 @@ struct RemoteTrust {
 struct RemoteSettings {
   RemoteUrl url;
   std::string prefix = remote_key_prefix();
+  std::string shared_prefix = remote_shared_key_prefix();  // the recipe indexes'
   // Connecting as a whole, and each command with its whole reply, plus 1 us per byte moved.
   std::chrono::milliseconds timeout{500};
   std::chrono::milliseconds backoff{5000};  // left alone this long after a failure
@@ -144,7 +151,9 @@ class RemoteCache {
   // PING, for `cujit cache stats`: reachable now (the back-off is not consulted).
   RemoteOutcome ping(std::string& problem);
 
-  std::string value_key(const std::string& key) const { return settings_.prefix + key; }
+  std::string value_key(const std::string& key) const {
+    return (key.rfind("recipes:", 0) == 0 ? settings_.shared_prefix : settings_.prefix) + key;
+  }
   std::string lock_key(const std::string& flight) const { return settings_.prefix + "lock:" + flight; }
   const RemoteSettings& settings() const noexcept { return settings_; }
   // Why EVAL was refused (an ACL without scripting, a server without scripts), empty while
