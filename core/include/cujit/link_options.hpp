@@ -5,6 +5,8 @@
 // linker; a flag a backend cannot honour is refused with Error(unsupported) naming the
 // flag and the backend, never dropped (docs/linking.md, "Link options").
 
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,6 +68,21 @@ struct LinkFlags {
   bool operator==(const LinkFlags&) const = default;
 };
 
+/// Where an nvJitLink link runs. Isolated, Linker::link runs the link (cujit's checks and
+/// nvJitLink) in cujit's worker process (`cujit-compile-worker`) and returns the same result
+/// or throws the same error; a worker that crashes, runs past `timeout` or past
+/// `memory_limit_bytes` is a LinkError naming the inputs, never the caller's death: for
+/// callers that link code they did not build (a damaged LTO-IR body can still kill
+/// nvJitLink, docs/reliability.md). CUJIT_LINK_ISOLATE=1 isolates every nvJitLink link of
+/// the process. Driver-backend links stay in the caller, whose CUDA context they need.
+/// Not part of the cache key: where a link runs does not change its result.
+struct LinkIsolation {
+  bool enabled = false;  ///< run nvJitLink links in the worker
+  /// A worker still linking then is killed: that link's LinkError.
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  std::uint64_t memory_limit_bytes = 0;  ///< > 0: the worker's address-space limit
+};
+
 /// Everything a Linker is asked to do.
 struct LinkOptions {
   /// The architecture linked for.
@@ -89,6 +106,8 @@ struct LinkOptions {
   /// Escape hatch: nvJitLink option strings passed verbatim after those of `flags`.
   /// Refused (Error(unsupported)) on the driver backend, which has no such strings.
   std::vector<std::string> nvjitlink_options;
+  /// Run nvJitLink links in a child process (docs/linking.md, "Isolated links").
+  LinkIsolation isolation;
 };
 
 /// One option a link can be given, as messages and docs name it.

@@ -42,37 +42,6 @@ constexpr const char* lowered_prefix = "lowered:";
 // tree, a CUJIT_COMPILE_WORKER from elsewhere) refuses, rather than misread, a request.
 constexpr const char* protocol = "cujit-compile-worker 1 (" CUJIT_WORKER_LIBRARY_VERSION ")";
 
-// Lists go into a Record as "<name>#<index>" fields, zero-padded so that the map keeps
-// their order, and "<name>#" holding the count.
-std::string item_field(const std::string& name, std::size_t index) {
-  std::string digits = std::to_string(index);
-  if (digits.size() < 8) digits.insert(0, 8 - digits.size(), '0');
-  return name + "#" + digits;
-}
-
-void put_list(Record& record, const std::string& name, const std::vector<std::string>& items) {
-  record[name + "#"] = std::to_string(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    record[item_field(name, i)] = items[i];
-  }
-}
-
-std::optional<std::vector<std::string>> get_list(const Record& record, const std::string& name) {
-  const auto count_at = record.find(name + "#");
-  if (count_at == record.end() || count_at->second.empty() || count_at->second.size() > 8 ||
-      count_at->second.find_first_not_of("0123456789") != std::string::npos) {
-    return std::nullopt;
-  }
-  const std::size_t count = std::stoul(count_at->second);
-  std::vector<std::string> items;
-  for (std::size_t i = 0; i < count; ++i) {
-    const auto item = record.find(item_field(name, i));
-    if (item == record.end()) return std::nullopt;
-    items.push_back(item->second);
-  }
-  return items;
-}
-
 std::optional<ErrorKind> parse_error_kind(std::string_view text) {
   for (ErrorKind kind : {ErrorKind::compile, ErrorKind::link, ErrorKind::format, ErrorKind::unsupported,
                          ErrorKind::cuda, ErrorKind::nrt, ErrorKind::cache, ErrorKind::usage, ErrorKind::io}) {
@@ -83,7 +52,7 @@ std::optional<ErrorKind> parse_error_kind(std::string_view text) {
 
 std::string encode_reply(const CompileResult& result) {
   Record record{{"protocol", protocol}, {"status", "compiled"}, {"code", result.code.bytes()}, {"log", result.log}};
-  put_list(record, "options", result.options);
+  put_record_list(record, "options", result.options);
   for (const auto& [expression, lowered] : result.code.lowered_names()) record[lowered_prefix + expression] = lowered;
   return encode_record(record);
 }
@@ -115,7 +84,7 @@ std::optional<CompileResult> decode_reply(std::string_view bytes, const Program&
     throw Error(*kind, record->at("component"), record->at("message"), record->at("log"));
   }
   if (status != "compiled" || record->count("code") == 0) return std::nullopt;
-  auto used_options = get_list(*record, "options");
+  auto used_options = get_record_list(*record, "options");
   if (!used_options) return std::nullopt;
   std::map<std::string, std::string> lowered;
   for (const auto& [field, value] : *record) {
@@ -310,16 +279,16 @@ std::string encode_compile_request(const Program& program, const CompileOptions&
                 {"arch", options.arch.sm()},
                 {"target", std::string(to_string(options.target))},
                 {"relocatable", options.relocatable ? "1" : "0"}};
-  put_list(record, "include_paths", options.include_paths);
+  put_record_list(record, "include_paths", options.include_paths);
   std::vector<std::string> header_names, header_contents;
   for (const Header& header : options.headers) {
     header_names.push_back(header.name);
     header_contents.push_back(header.content);
   }
-  put_list(record, "header_names", header_names);
-  put_list(record, "header_contents", header_contents);
-  put_list(record, "name_expressions", options.name_expressions);
-  put_list(record, "options", options.options);
+  put_record_list(record, "header_names", header_names);
+  put_record_list(record, "header_contents", header_contents);
+  put_record_list(record, "name_expressions", options.name_expressions);
+  put_record_list(record, "options", options.options);
   return encode_record(record);
 }
 
@@ -331,11 +300,11 @@ std::optional<std::pair<Program, CompileOptions>> decode_compile_request(std::st
   }
   if (record->at("protocol") != protocol) return std::nullopt;
   const auto target = parse_compile_target(record->at("target"));
-  auto include_paths = get_list(*record, "include_paths");
-  auto header_names = get_list(*record, "header_names");
-  auto header_contents = get_list(*record, "header_contents");
-  auto name_expressions = get_list(*record, "name_expressions");
-  auto extra = get_list(*record, "options");
+  auto include_paths = get_record_list(*record, "include_paths");
+  auto header_names = get_record_list(*record, "header_names");
+  auto header_contents = get_record_list(*record, "header_contents");
+  auto name_expressions = get_record_list(*record, "name_expressions");
+  auto extra = get_record_list(*record, "options");
   const std::string& relocatable = record->at("relocatable");
   if (!target || !include_paths || !header_names || !header_contents || !name_expressions || !extra ||
       header_names->size() != header_contents->size() || (relocatable != "0" && relocatable != "1")) {
@@ -358,10 +327,26 @@ std::optional<std::pair<Program, CompileOptions>> decode_compile_request(std::st
   return std::make_pair(Program(record->at("source"), record->at("name")), std::move(options));
 }
 
-int serve_compile_request(int in, int out) {
+std::optional<std::string> read_worker_request(int in) {
   bool too_long = false;
-  const std::string request = read_all(in, request_limit, too_long);
-  const auto decoded = too_long ? std::nullopt : decode_compile_request(request);
+  std::string request = read_all(in, request_limit, too_long);
+  if (too_long) return std::nullopt;
+  return request;
+}
+
+bool write_worker_reply(int out, std::string_view reply) { return write_all(out, reply); }
+
+int serve_compile_request(int in, int out) {
+  const std::optional<std::string> request = read_worker_request(in);
+  if (!request) {
+    std::fprintf(stderr, "cujit-compile-worker: the request on stdin is over the limit\n");
+    return 2;
+  }
+  return serve_compile_request(*request, out);
+}
+
+int serve_compile_request(std::string_view request, int out) {
+  const auto decoded = decode_compile_request(request);
   if (!decoded) {
     std::fprintf(stderr, "cujit-compile-worker: the request on stdin is not a compile request of %s\n", protocol);
     return 2;

@@ -55,6 +55,14 @@ CompileResult compile_in_worker(const Program& program, const CompileOptions& op
 // The worker's side: reads one request from `in`, compiles it, writes the reply to `out`.
 // Returns the process exit status (0 when a reply, success or compile error, was written).
 int serve_compile_request(int in, int out);
+// The same for a request already read (the worker reads once, then serves a compile or a
+// link, link/link_worker.hpp).
+int serve_compile_request(std::string_view request, int out);
+
+// The worker's stdin read to its end; nullopt past the request limit (1 GiB).
+std::optional<std::string> read_worker_request(int in);
+// Writes all of `reply` to `out`; false when it could not.
+bool write_worker_reply(int out, std::string_view reply);
 
 // The request and reply encodings (support/record.hpp), exposed for tests.
 std::string encode_compile_request(const Program& program, const CompileOptions& options);

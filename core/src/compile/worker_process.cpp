@@ -42,6 +42,7 @@ WorkerRun run_worker(const std::vector<std::string>& argv, std::string_view requ
   options.err = ChildSink::capture;
   options.timeout = limits.timeout;
   options.max_output_bytes = limits.max_reply_bytes;
+  options.memory_limit_bytes = limits.memory_limit_bytes;
   const ChildResult child = run_child_process(options, [&](ChildStream stream, std::string_view chunk) {
     if (stream == ChildStream::out) {
       run.reply.append(chunk);

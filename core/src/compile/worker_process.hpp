@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,7 @@ struct WorkerLimits {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   std::size_t max_reply_bytes = std::size_t{1} << 30;
   std::size_t stderr_tail_bytes = 8192;
+  std::uint64_t memory_limit_bytes = 0;  // > 0: RLIMIT_AS of the worker
 };
 
 struct WorkerRun {

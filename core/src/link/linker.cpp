@@ -13,6 +13,7 @@
 #include "driver/driver_api.hpp"
 #include "link/defined_symbols.hpp"
 #include "link/failure_capture.hpp"
+#include "link/link_worker.hpp"
 #include "link/link_log.hpp"
 #include "compile/compile_batch.hpp"
 #include "link/compile_sources.hpp"
@@ -431,6 +432,16 @@ LinkResult Linker::link() const try {
   const auto what = [&] { return "linking " + describe_inputs(unique) + " for " + arch.sm(); };
   if (unique.empty()) {
     throw Error(ErrorKind::usage, "Linker::link", what() + ": nothing was added");
+  }
+  if (detail::link_isolated(options_, backend_)) {
+    detail::WorkerLimits limits;
+    limits.timeout = options_.isolation.timeout;
+    limits.memory_limit_bytes = options_.isolation.memory_limit_bytes;
+    detail::IsolatedLink isolated =
+        detail::link_in_worker(inputs_, options_, {detail::link_worker_path()}, limits, what());
+    LinkableCode code = detail::LinkableCodeAccess::linker_output(std::move(isolated.cubin), std::move(isolated.name));
+    return LinkResult{std::move(code).set_lowered_names(lowered_names_of(unique)), std::move(isolated.info_log),
+                      backend_, std::move(isolated.dropped_duplicates), isolated.arch};
   }
   check_duplicate_definitions(unique, what);
   check_prototypes(unique, what);

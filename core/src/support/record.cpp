@@ -46,4 +46,33 @@ std::optional<Record> decode_record(std::string_view bytes) {
   return record;
 }
 
+namespace {
+std::string item_field(const std::string& name, std::size_t index) {
+  std::string digits = std::to_string(index);
+  if (digits.size() < 8) digits.insert(0, 8 - digits.size(), '0');
+  return name + "#" + digits;
+}
+}  // namespace
+
+void put_record_list(Record& record, const std::string& name, const std::vector<std::string>& items) {
+  record[name + "#"] = std::to_string(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) record[item_field(name, i)] = items[i];
+}
+
+std::optional<std::vector<std::string>> get_record_list(const Record& record, const std::string& name) {
+  const auto count_at = record.find(name + "#");
+  if (count_at == record.end() || count_at->second.empty() || count_at->second.size() > 8 ||
+      count_at->second.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  const std::size_t count = std::stoul(count_at->second);
+  std::vector<std::string> items;
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto item = record.find(item_field(name, i));
+    if (item == record.end()) return std::nullopt;
+    items.push_back(item->second);
+  }
+  return items;
+}
+
 }  // namespace cujit::detail
