@@ -49,8 +49,15 @@ std::string printable_lines(std::string_view text) {
 std::string shown(const std::string& text) { return "'" + printable(text) + "'"; }
 
 OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
-  // O_NOFOLLOW: a link planted at the file's name after --out was checked is refused, not
-  // followed to whatever it names.
+  // The path as written: a link of another user's anywhere on the way (a directory they own
+  // holding a link to one of ours) would send the file where they choose (red-team finding,
+  // 2026-11-28). O_NOFOLLOW: a link planted at the file's name after that check is refused,
+  // not followed to whatever it names.
+  std::error_code ignored;
+  if (const auto refused = detail::check_path_as_written(std::filesystem::absolute(path_, ignored).string())) {
+    throw CliError("cannot create " + shown(path_.string()) + ": " + printable(refused->why) +
+                   ": give a path only root or you can change");
+  }
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) throw CliError("cannot create " + shown(path_.string()) + ": " + std::strerror(errno));
 }
@@ -113,6 +120,13 @@ void make_output_dir(const std::filesystem::path& dir, const std::string& argume
       }
     }
     error.clear();
+  }
+  // Before anything is created: the path as written must not pass through a link or a
+  // directory of another user's (the check below resolves links, and a directory created
+  // first would be left behind under a refused path).
+  if (const auto refused = detail::check_path_as_written(std::filesystem::absolute(dir, error).string())) {
+    throw CliError(argument + " " + shown(dir.string()) + ": " + printable(refused->why) +
+                   ": give a directory only root or you can write to");
   }
   make_directory(dir, argument);
   // The walk above holds only while no one else can add a link: the directory and those

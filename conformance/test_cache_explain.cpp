@@ -4,6 +4,7 @@
 // real compiles through the disk tier in new processes (cache_child, CUJIT_CACHE_EXPLAIN=1,
 // read back from the misses log as `cujit cache explain` does).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -332,6 +333,34 @@ TEST(CacheExplain, TheMissesLogRoundTripsAndSkipsDamagedLines) {
 }
 
 // ---------------------------------------------------------------------------------------
+// A FIFO in place of an index or the misses log reads as nothing and refuses an append;
+// nothing blocks (red-team finding, 2026-11-28: `cujit cache explain`, `cache stats` and a
+// build with CUJIT_CACHE_EXPLAIN=1 hung on one), and a store replaces the index.
+TEST(CacheExplain, AFifoInPlaceOfAnExplainFileNeverBlocks) {
+  test::TempDir dir;
+  const fs::path explain = dir.path() / "explain";
+  fs::create_directories(explain / "index");
+  const std::string id = detail::index_id("nvrtc-compile", "k.cu");
+  ASSERT_EQ(::mkfifo((explain / "index" / id).c_str(), 0600), 0);
+  for (const char* log : {"misses.log", "misses.log.1"}) ASSERT_EQ(::mkfifo((explain / log).c_str(), 0600), 0);
+  EXPECT_EQ(detail::read_disk_index(dir.path(), id), "");
+  EXPECT_TRUE(read_miss_log(dir.path(), 10).empty());
+  MissExplanation miss;
+  miss.kind = "nvrtc-compile";
+  miss.name = "k.cu";
+  miss.digest = "00";
+  EXPECT_NE(detail::append_miss_log(dir.path(), miss), "") << "an append to a FIFO is refused";
+  // A whole store and miss through the cache, explain on: the index is read and replaced.
+  CacheConfig config;
+  config.mode = CacheMode::disk;
+  config.directory = dir.path();
+  config.explain = true;
+  BuildCache cache(config);
+  const CacheKey key = CacheKey("nvrtc-compile").add("name", "k.cu").add("option", "-DV=1");
+  EXPECT_EQ(cache.get_or_build(key, [] { return std::string("payload"); }), "payload");
+  EXPECT_TRUE(fs::is_regular_file(explain / "index" / id));
+}
+
 // The Redis tier: recipes are signed values of their own; a new cache with no disk tier
 // explains from them.
 

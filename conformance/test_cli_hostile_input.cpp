@@ -333,6 +333,37 @@ TEST(HostileCliText, ScenarioNameCannotForgeAVerdictOrSendEscapes) {
 
 // ---- --out, read-only commands, conventions --------------------------------------------------
 
+// An output path that passes through another user's directory or link is refused before
+// anything is created, for a directory --out and a file --out alike (red-team finding,
+// 2026-11-28: `merge --out` and `resource-spec --out` followed such a link and wrote, as
+// root, where that user pointed it; a refused --out still left a directory behind). Needs
+// root, to make the directory and the link another user's.
+TEST(HostileCliOut, AnOutThroughAnotherUsersLinkOrDirectoryIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory and a link to another user";
+  TempDir dir;
+  const fs::path victim = dir.path() / "victim";
+  fs::create_directories(victim);
+  const fs::path theirs = dir.path() / "theirs";
+  fs::create_directories(theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), 4242, 4242), 0);
+  fs::create_symlink(victim, theirs / "sub");
+  ASSERT_EQ(::lchown((theirs / "sub").c_str(), 4242, 4242), 0);
+  test::cli::Spec resource_spec;
+  resource_spec.args = {"resource-spec", "--out", (theirs / "sub" / "spec.json").string()};
+  const auto spec = test::cli::run_cujit(resource_spec);
+  EXPECT_EQ(spec.exit_code, 2) << spec.all();
+  EXPECT_NE(spec.err.find("uid 4242"), std::string::npos) << spec.all();
+  const fs::path build = test::cli::make_fake_build(dir.path(), {"format"});
+  const auto run = test::cli::conformance_run(build, theirs / "sub" / "out", "", {"format"});
+  EXPECT_EQ(run.exit_code, 2) << run.all();
+  EXPECT_NE(run.err.find("uid 4242"), std::string::npos) << run.all();
+  EXPECT_TRUE(fs::is_empty(victim)) << "nothing written through the link";
+  // A directory of theirs, no link: refused, and nothing left behind in it.
+  const auto inside = test::cli::conformance_run(build, theirs / "new" / "out", "", {"format"});
+  EXPECT_EQ(inside.exit_code, 2) << inside.all();
+  EXPECT_FALSE(fs::exists(theirs / "new")) << "the refused --out was created";
+}
+
 TEST(HostileCliOut, OutHoldingASymlinkIsRefusedAndNothingIsWrittenThroughIt) {
   TempDir dir;
   const fs::path build = test::cli::make_fake_build(dir.path(), {"format"});

@@ -184,5 +184,34 @@ TEST(IsolatedLink, DamagedLtoIrBodiesNeverKillTheCaller) {
   EXPECT_EQ(linked + refused, mutants);
 }
 
+// A fatbin whose LTO-IR entry is compressed: cujit checks the entry's sizes and does not
+// inflate the payload, so a damaged payload reaches nvJitLink, which died on these four
+// single-byte changes in the red-team pass of 2026-11-28 (SIGSEGV, in process). Isolated,
+// each is a cubin or a typed error, and the caller lives.
+TEST(IsolatedLink, DamagedCompressedLtoIrInAFatbinNeverKillsTheCaller) {
+  const Bytes fatbin = fixture("dev_add_ltoir.fatbin").bytes();
+  int worker_died = 0;
+  for (const auto& [offset, value] : std::vector<std::pair<std::size_t, unsigned char>>{
+           {1233, 0x30}, {854, 0x81}, {859, 0xd3}, {1223, 0x28}}) {
+    ASSERT_LT(offset, fatbin.size());
+    Bytes damaged = fatbin;
+    damaged[offset] = static_cast<char>(value);
+    const std::string name = "dev_add_ltoir_damaged_at_" + std::to_string(offset) + ".fatbin";
+    Linker linker(options_for(true, /*lto=*/true), BuildCache::disabled());
+    try {
+      linker.add(fixture("mixed_kernel.ltoir")).add(LinkableCode::fatbin(damaged, name)).add(fixture("dev_mul.ltoir"));
+      EXPECT_FALSE(linker.link().code.bytes().empty());
+    } catch (const LinkError& error) {
+      if (error.message().find("in a worker process failed: the worker") != std::string::npos) {
+        ++worker_died;
+        EXPECT_NE(error.message().find(name), std::string::npos) << error.what();
+      }
+    } catch (const Error&) {
+      // refused by cujit's checks: a typed error, as it must be
+    }
+  }
+  std::printf("damaged compressed LTO-IR fatbins, isolated: %d of 4 killed the worker\n", worker_died);
+}
+
 }  // namespace
 }  // namespace cujit

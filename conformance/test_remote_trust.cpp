@@ -426,6 +426,34 @@ TEST(HostileRemoteSignature, KeyFilesOthersCanWriteAreRefused) {
   ASSERT_TRUE(detail::VerifyKeys::load(keys.public_key, problem)) << "the same files, owner-only, load: " << problem;
 }
 
+// The path as written counts too: a key reached through a link in a directory of another
+// user's is refused, though the key itself passes the rule (red-team finding, 2026-11-28:
+// that user could point the link at another key file that passes it). Needs root, to make
+// the directory and the link another user's.
+TEST(HostileRemoteSignature, AKeyReachedThroughAnotherUsersLinkIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory and a link to another user";
+  test::TempDir temp;
+  const test::SigningKeyFiles keys = test::make_signing_key(temp.path(), "ed");
+  std::string problem;
+  ASSERT_TRUE(detail::VerifyKeys::load(keys.public_key, problem)) << problem;
+  const fs::path theirs = temp.path() / "theirs";
+  fs::create_directories(theirs);
+  const fs::path link = theirs / "verify.pem";
+  fs::create_symlink(keys.public_key, link);
+  ASSERT_EQ(::lchown(link.c_str(), 4242, 4242), 0);
+  problem.clear();
+  EXPECT_FALSE(detail::VerifyKeys::load(link, problem)) << "a link another user owns";
+  EXPECT_NE(problem.find("a link owned by uid 4242"), std::string::npos) << problem;
+  ASSERT_EQ(::lchown(link.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), 4242, 4242), 0);
+  problem.clear();
+  EXPECT_FALSE(detail::VerifyKeys::load(link, problem)) << "a directory another user owns on the way";
+  EXPECT_NE(problem.find("owned by uid 4242"), std::string::npos) << problem;
+  ASSERT_EQ(::chown(theirs.c_str(), 0, 0), 0);
+  problem.clear();
+  EXPECT_TRUE(detail::VerifyKeys::load(link, problem)) << "root's link in root's directory: " << problem;
+}
+
 TEST(RemoteTrust, TheEnvironmentNamesTheKeysAsAbsolutePaths) {
   const test::SigningKeyFiles& keys = test::fleet_signing_key();
   ASSERT_EQ(::setenv("CUJIT_CACHE_REMOTE_VERIFY_KEY", keys.public_key.c_str(), 1), 0);

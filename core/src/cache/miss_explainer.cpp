@@ -15,8 +15,10 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "cache/blocked_signal.hpp"
+#include "support/file_io.hpp"
 
 namespace cujit {
 namespace {
@@ -379,11 +381,19 @@ std::vector<FieldDifference> compare_recipes(const std::vector<RecipeField>& now
   return out;
 }
 
+// An index or log as cujit reads every file: opened without blocking, checked on the
+// descriptor and bounded, so that a FIFO or device put in its place (a damaged cache, or its
+// owner's mistake) reads as nothing, never hangs a build or `cujit cache` (red-team finding,
+// 2026-11-28).
+namespace {
+std::string read_explain_file(const fs::path& path, std::uint64_t limit) {
+  FileRead read = read_regular_file(path, limit);
+  return read.problem == ReadProblem::none ? std::move(read.bytes) : std::string();
+}
+}  // namespace
+
 std::string read_disk_index(const fs::path& cache_dir, const std::string& id) {
-  std::ifstream in(cache_dir / "explain" / "index" / id, std::ios::binary);
-  if (!in) return {};
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return text;
+  return read_explain_file(cache_dir / "explain" / "index" / id, recipes_per_index * (bytes_per_recipe + 1024));
 }
 
 std::string write_disk_index(const fs::path& cache_dir, const std::string& id, const std::string& text) {
@@ -397,9 +407,23 @@ std::string write_disk_index(const fs::path& cache_dir, const std::string& id, c
   // Past RLIMIT_FSIZE a write fails (EFBIG) instead of killing the process (SIGXFSZ).
   const detail::BlockedSignal file_size_limit(SIGXFSZ);
   {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) return "cannot write " + temp.string();
+    // A new regular file, whatever was left at the temporary name (a FIFO there would
+    // block an open for writing until someone read it).
+    fs::remove(temp, error);
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return "cannot create " + temp.string() + ": " + std::strerror(errno);
+    std::string_view rest(text);
+    while (!rest.empty()) {
+      const ssize_t wrote = ::write(fd, rest.data(), rest.size());
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote <= 0) break;
+      rest.remove_prefix(static_cast<std::size_t>(wrote));
+    }
+    const bool closed = ::close(fd) == 0;
+    if (!rest.empty() || !closed) {
+      fs::remove(temp, error);
+      return "cannot write " + temp.string();
+    }
   }
   fs::rename(temp, dir / id, error);
   if (error) {
@@ -447,8 +471,15 @@ std::string append_miss_log(const fs::path& cache_dir, const MissExplanation& ex
   }
   const std::string line = encode_miss(explanation);
   const detail::BlockedSignal file_size_limit(SIGXFSZ);  // EFBIG, not a dead process
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  // Without blocking (a FIFO in the log's place would block the open until read) and on a
+  // regular file only, checked on the descriptor.
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot open " + log.string() + ": " + std::strerror(errno);
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return "cannot append to " + log.string() + ": not a regular file";
+  }
   // One write of one line: O_APPEND keeps lines of processes appending at once whole.
   const ssize_t written = ::write(fd, line.data(), line.size());
   const int saved = errno;
@@ -462,7 +493,9 @@ std::string append_miss_log(const fs::path& cache_dir, const MissExplanation& ex
 std::vector<MissExplanation> read_miss_log(const fs::path& cache_dir, std::size_t last) {
   std::vector<MissExplanation> out;
   for (const char* file : {"misses.log.1", "misses.log"}) {
-    std::ifstream in(cache_dir / "explain" / file, std::ios::binary);
+    // Rotated past miss_log_bytes; a line may land after the size check, so twice that.
+    const std::string text = detail::read_explain_file(cache_dir / "explain" / file, 2 * detail::miss_log_bytes + 65536);
+    std::istringstream in(text);
     std::string line;
     while (std::getline(in, line)) {
       if (auto miss = detail::decode_miss(line)) out.push_back(std::move(*miss));

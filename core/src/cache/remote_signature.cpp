@@ -56,9 +56,13 @@ std::optional<std::string> read_key_file(const std::filesystem::path& path, std:
   // and have forged values served (and copied to disk). So it is held to the rule for what
   // cujit runs: owned by root or this user, writable by no one else, in directories of the
   // same kind.
-  if (const std::optional<ExecutableRefusal> refused = check_trusted_file(path.string())) {
+  // The path as written too: a link of another user's on the way could be pointed at
+  // another key that passes the rule (red-team finding, 2026-11-28).
+  std::optional<ExecutableRefusal> refused = check_path_as_written(path.string());
+  if (!refused) refused = check_trusted_file(path.string());
+  if (refused) {
     problem = "'" + path.string() + "' " + refused->why + " (a key file must be owned by root or this user " +
-              "and writable by no one else, as must the directories above it)";
+              "and writable by no one else, as must the directories above it and every link on the way)";
     return std::nullopt;
   }
   try {

@@ -429,7 +429,14 @@ std::optional<ExecutableRefusal> check_trusted_descriptor(int fd, const std::str
   return std::nullopt;
 }
 
-std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::string& path) {
+namespace {
+
+// The walk of the check_trusted_*_as_written checks: every component of `path` as written
+// (not resolved) is a link owned by root or the caller, or a file or directory of the
+// ownership rules (a sticky directory allowed above the last). `whole`: the last component
+// must exist, be no link and not sticky-writable; otherwise the walk stops, content, at the
+// first component that does not exist yet (what the caller is about to create).
+std::optional<ExecutableRefusal> walk_as_written(const std::string& path, bool whole) {
   const std::filesystem::path written = std::filesystem::path(path).lexically_normal();
   if (!written.is_absolute()) return refusal(ExecutableProblem::unreadable, path, "is not an absolute path");
   std::filesystem::path prefix = written.root_path();
@@ -438,13 +445,19 @@ std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::s
     prefix /= part;
     struct stat info {};
     if (::lstat(prefix.c_str(), &info) != 0) {
+      if (!whole && errno == ENOENT) return std::nullopt;
       return refusal(errno == ENOENT ? ExecutableProblem::missing : ExecutableProblem::unreadable, path,
                      "has a part '" + prefix.string() + "' that cannot be examined: " + std::strerror(errno));
     }
+    const bool last = prefix == written;
+    // What the caller is about to open itself (not whole): only the way to it is judged
+    // here. A link there is still one (the owner rule below; an O_NOFOLLOW open refuses it),
+    // and a device such as /dev/full or /dev/stdout is what it is.
+    if (!whole && last && !S_ISLNK(info.st_mode)) return std::nullopt;
     if (S_ISLNK(info.st_mode)) {
       // The build tree itself is a directory CMake made, never a link; one there now was
       // put in its place (as a stand-in for a gone tree, red-team finding F4).
-      if (prefix == written) {
+      if (whole && last) {
         return refusal(ExecutableProblem::untrusted_directory, path, "is a link, not the directory it was built as");
       }
       if (!trusted_owner(info.st_uid)) {
@@ -452,12 +465,23 @@ std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::s
                        "has a part '" + prefix.string() + "' that is a link owned by uid " +
                            std::to_string(info.st_uid) + ", neither root nor this user");
       }
-    } else if (const auto why = ownership_problem(info, S_ISDIR(info.st_mode) && prefix != written)) {
+    } else if (const auto why = ownership_problem(info, S_ISDIR(info.st_mode) && !(whole && last))) {
       // The tree itself may not be sticky-writable either: others could add files to it.
       return refusal(ExecutableProblem::untrusted_directory, path, "has a part '" + prefix.string() + "' that " + *why);
     }
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::string& path) {
+  if (auto refused = walk_as_written(path, true)) return refused;
   return check_path(path, Want::directory, nullptr);
+}
+
+std::optional<ExecutableRefusal> check_path_as_written(const std::string& path) {
+  return walk_as_written(path, false);
 }
 
 namespace {

@@ -94,6 +94,16 @@ std::optional<ExecutableRefusal> check_trusted_descriptor(int fd, const std::str
 // link to any directory (red-team finding F4), is refused; nullopt when it may be trusted.
 std::optional<ExecutableRefusal> check_trusted_directory_as_written(const std::string& path);
 
+// For a path cujit is about to write or create (an --out, a key file it reads): every part
+// of it as written above the last that exists already is a link owned by root or the
+// caller, or a directory owned by root or the caller and writable by no one else (a sticky
+// directory such as /tmp allowed), and the last, if there, no link of another user's: so
+// that no other user can redirect it through a link or directory of theirs, before or while
+// cujit uses it. The last part itself is the caller's to check (an O_NOFOLLOW open, the
+// rules for a key file); parts not there yet are not examined. nullopt when it may be used;
+// `path` must be absolute.
+std::optional<ExecutableRefusal> check_path_as_written(const std::string& path);
+
 // Where a child's standard output or error goes.
 enum class ChildSink {
   inherit,  // this process's own
