@@ -399,9 +399,9 @@ ChildTier& child_tier() {
   return tier;
 }
 
-const char* tier_of(const char* tier) { return tier; }
+const std::string& tier_of(const std::string& tier) { return tier; }
 template <class Case>
-const char* tier_of(const std::tuple<Case, const char*>& param) {
+const std::string& tier_of(const std::tuple<Case, std::string>& param) {
   return std::get<1>(param);
 }
 
@@ -410,7 +410,7 @@ template <class Param>
 class OnEachTier : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
-    if (std::string(tier_of(this->GetParam())) != "redis") return;
+    if (tier_of(this->GetParam()) != "redis") return;
     if (!BuildCache::remote_built_in()) GTEST_SKIP() << "this cujit was built without hiredis";
     server_ = std::make_unique<test::RedisServer>();
     if (test::redis_server_program().empty()) GTEST_SKIP() << server_->problem();
@@ -424,7 +424,9 @@ class OnEachTier : public ::testing::TestWithParam<Param> {
   std::unique_ptr<test::RedisServer> server_;
 };
 
-const char* const tiers[] = {"disk", "redis"};
+// Strings, not pointers: a parameter is printed in test listings, which must not change
+// between runs (ci/check_test_names.py).
+const std::string tiers[] = {"disk", "redis"};
 
 // The cache directory and environment a child gets on the current tier: through Redis, a
 // directory of its own (`cache` suffixed) and the server's URL.
@@ -484,7 +486,7 @@ struct ChildCase {
 
 void PrintTo(const ChildCase& c, std::ostream* out) { *out << c.name; }
 
-class ExplainInNewProcess : public OnEachTier<std::tuple<ChildCase, const char*>> {};
+class ExplainInNewProcess : public OnEachTier<std::tuple<ChildCase, std::string>> {};
 
 TEST_P(ExplainInNewProcess, NamesExactlyTheFieldThatChanged) {
   const ChildCase& c = std::get<0>(GetParam());
@@ -511,17 +513,17 @@ INSTANTIATE_TEST_SUITE_P(
                           ChildCase{"option_order", {"-DA=1", "-DV=1"}, {"-DV=1", "-DA=1"}, {}, {"options order"}, {"order changed"}},
                           ChildCase{"arch", {"-DV=1"}, {"-DV=1"}, {"CACHE_CHILD_ARCH=sm_80"}, {"options changed"}, {"option 1: -arch=compute_80 was -arch=compute_90"}}),
         ::testing::ValuesIn(tiers)),
-    [](const ::testing::TestParamInfo<std::tuple<ChildCase, const char*>>& param) {
+    [](const ::testing::TestParamInfo<std::tuple<ChildCase, std::string>>& param) {
       return std::string(std::get<0>(param.param).name) + "_" + std::get<1>(param.param);
     });
 
 // The new-process tests below run once per tier (the suite's parameter).
-class ExplainInNewProcessFiles : public OnEachTier<const char*> {};
-class ExplainInNewProcessBuilds : public OnEachTier<const char*> {};
+class ExplainInNewProcessFiles : public OnEachTier<std::string> {};
+class ExplainInNewProcessBuilds : public OnEachTier<std::string> {};
 INSTANTIATE_TEST_SUITE_P(Tiers, ExplainInNewProcessFiles, ::testing::ValuesIn(tiers),
-                         [](const ::testing::TestParamInfo<const char*>& param) { return std::string(param.param); });
+                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 INSTANTIATE_TEST_SUITE_P(Tiers, ExplainInNewProcessBuilds, ::testing::ValuesIn(tiers),
-                         [](const ::testing::TestParamInfo<const char*>& param) { return std::string(param.param); });
+                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
 // Headers on the search path: content changed, then one appearing earlier on the path.
 TEST_P(ExplainInNewProcessFiles, HeaderContentThenAHeaderAppearingOnThePath) {
