@@ -58,8 +58,19 @@ OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
     throw CliError("cannot create " + shown(path_.string()) + ": " + printable(refused->why) +
                    ": give a path only root or you can change");
   }
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  // O_NONBLOCK: a FIFO at the name (anyone's, in /tmp) would block the open until someone
+  // read it, and then be handed the output (red-team finding, 2026-11-28). Checked on the
+  // descriptor: a regular file or a device (/dev/null, /dev/full), never a FIFO or socket.
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd_ < 0) throw CliError("cannot create " + shown(path_.string()) + ": " + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0 || !(S_ISREG(info.st_mode) || S_ISCHR(info.st_mode))) {
+    ::close(fd_);
+    fd_ = -1;
+    throw CliError("cannot create " + shown(path_.string()) + ": not a regular file or a device");
+  }
+  // Writes block as usual: a device may be slow, never a FIFO nobody reads.
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
 }
 
 OutputFile::~OutputFile() {

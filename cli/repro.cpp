@@ -306,9 +306,10 @@ int capture(const ReproOptions& options) {
     return exit_ok;
   }
   std::cout << "command: " << describe(exit) << "\n"
-            << "captured " << written.size() << " file" << (written.size() == 1 ? "" : "s") << " in " << dir.string()
+            << "captured " << written.size() << " file" << (written.size() == 1 ? "" : "s") << " in " << printable(dir.string())
             << "\n";
-  for (const std::string& path : written) std::cout << "  " << path << "\n";
+  // The names are the command's: escaped, so that none sends escapes or starts a line.
+  for (const std::string& path : written) std::cout << "  " << printable(path) << "\n";
   if (!written.empty()) std::cout << "(cujit repro FILE runs one)\n";
   return exit_ok;
 }

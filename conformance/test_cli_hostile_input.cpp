@@ -362,6 +362,34 @@ TEST(HostileCliOut, AnOutThroughAnotherUsersLinkOrDirectoryIsRefused) {
   const auto inside = test::cli::conformance_run(build, theirs / "new" / "out", "", {"format"});
   EXPECT_EQ(inside.exit_code, 2) << inside.all();
   EXPECT_FALSE(fs::exists(theirs / "new")) << "the refused --out was created";
+  // Their link in a directory of ours, followed by "..": the kernel takes ".." from the
+  // link's target, so a lexical check that drops "link/.." was bypassed (second red-team
+  // pass, 2026-11-28).
+  fs::create_directories(victim / "deeper");
+  const fs::path link = dir.path() / "their-link";
+  fs::create_symlink(victim / "deeper", link);
+  ASSERT_EQ(::lchown(link.c_str(), 4242, 4242), 0);
+  resource_spec.args = {"resource-spec", "--out", (link / ".." / "spec.json").string()};
+  const auto dotdot = test::cli::run_cujit(resource_spec);
+  EXPECT_EQ(dotdot.exit_code, 2) << dotdot.all();
+  EXPECT_NE(dotdot.err.find("uid 4242"), std::string::npos) << dotdot.all();
+  const auto dotdot_dir = test::cli::conformance_run(build, link / ".." / "out", "", {"format"});
+  EXPECT_EQ(dotdot_dir.exit_code, 2) << dotdot_dir.all();
+  EXPECT_FALSE(fs::exists(victim / "spec.json"));
+  EXPECT_FALSE(fs::exists(victim / "out"));
+}
+
+// A FIFO at an output file's name (anyone's, in /tmp) is refused at once: the open would
+// block until someone read it, and hand them the output (second red-team pass, 2026-11-28).
+TEST(HostileCliOut, AFifoAsAnOutputFileIsRefusedWithoutWaiting) {
+  TempDir dir;
+  const fs::path fifo = dir.path() / "spec.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  test::cli::Spec spec;
+  spec.args = {"resource-spec", "--out", fifo.string()};
+  const auto run = test::cli::run_cujit(spec);
+  EXPECT_EQ(run.exit_code, 2) << run.all();
+  EXPECT_NE(run.err.find(fifo.filename().string()), std::string::npos) << run.all();
 }
 
 TEST(HostileCliOut, OutHoldingASymlinkIsRefusedAndNothingIsWrittenThroughIt) {

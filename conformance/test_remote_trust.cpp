@@ -452,6 +452,17 @@ TEST(HostileRemoteSignature, AKeyReachedThroughAnotherUsersLinkIsRefused) {
   ASSERT_EQ(::chown(theirs.c_str(), 0, 0), 0);
   problem.clear();
   EXPECT_TRUE(detail::VerifyKeys::load(link, problem)) << "root's link in root's directory: " << problem;
+  // Their link followed by "..", in a directory of ours: the kernel takes ".." from the
+  // link's target (second red-team pass, 2026-11-28).
+  fs::create_directories(temp.path() / "keys" / "deeper");
+  fs::copy_file(keys.public_key, temp.path() / "keys" / "verify.pem");
+  ::chmod((temp.path() / "keys" / "verify.pem").c_str(), 0600);
+  const fs::path their_link = temp.path() / "their-link";
+  fs::create_symlink(temp.path() / "keys" / "deeper", their_link);
+  ASSERT_EQ(::lchown(their_link.c_str(), 4242, 4242), 0);
+  problem.clear();
+  EXPECT_FALSE(detail::VerifyKeys::load(their_link / ".." / "verify.pem", problem)) << "their link, then ..";
+  EXPECT_NE(problem.find("a link owned by uid 4242"), std::string::npos) << problem;
 }
 
 TEST(RemoteTrust, TheEnvironmentNamesTheKeysAsAbsolutePaths) {

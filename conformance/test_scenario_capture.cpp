@@ -172,6 +172,32 @@ TEST(ScenarioCapture, ASuccessfulLinkWritesNothing) {
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
+// CUJIT_CAPTURE_DIR follows the rule of `cujit repro --capture`: through another user's
+// link (also one followed by ".."), in their directory, or writable by others, nothing is
+// captured (red-team finding, 2026-11-28: the library wrote captures there, where that user
+// could swap in a scenario of their own). Needs root, to make them another user's.
+TEST(ScenarioCapture, ACaptureDirectoryAnotherUserCanRedirectIsNotUsed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory and a link to another user";
+  const test::TempDir dir;
+  const fs::path victim = dir.path() / "victim";
+  fs::create_directories(victim / "deeper");
+  const fs::path link = dir.path() / "their-link";
+  fs::create_symlink(victim / "deeper", link);
+  ASSERT_EQ(::lchown(link.c_str(), 4242, 4242), 0);
+  const fs::path theirs = dir.path() / "theirs";
+  fs::create_directories(theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), 4242, 4242), 0);
+  const fs::path shared = dir.path() / "shared";
+  fs::create_directories(shared);
+  fs::permissions(shared, fs::perms::all, fs::perm_options::replace);
+  for (const fs::path& root : {link / "captures", link / ".." / "captures", theirs / "captures", shared}) {
+    SCOPED_TRACE(root.string());
+    const CaptureDir capture(root.string());
+    (void)link_error(failing_link());
+    EXPECT_TRUE(scenario_files(dir.path()).empty()) << "a capture was written";
+  }
+}
+
 TEST(ScenarioCapture, HostileCaptureDirectoriesCrashNothingAndWriteNowhereElse) {
   const test::TempDir dir;
   const fs::path file = dir.write("a-file", "not a directory");

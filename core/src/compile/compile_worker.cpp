@@ -190,7 +190,9 @@ std::string compile_worker_candidate() {
   if (!image.empty()) {
     const std::filesystem::path beside = image.parent_path().parent_path() / "libexec" / "cujit" / "cujit-compile-worker";
     std::error_code error;
-    if (std::filesystem::exists(beside, error) && !check_trusted_directory(beside.parent_path().string())) {
+    // As written too: <prefix> may be /tmp, and /tmp/libexec another user's link
+    // (red-team finding, 2026-11-28).
+    if (std::filesystem::exists(beside, error) && !check_trusted_directory_as_written(beside.parent_path().string())) {
       return beside.string();
     }
   }

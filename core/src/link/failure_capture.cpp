@@ -12,6 +12,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "support/spawner.hpp"
 #include "support/unique_fd.hpp"
 
 namespace cujit::detail {
@@ -45,7 +46,13 @@ void write_new_file(int dir, const std::string& name, std::string_view bytes) {
 // The capture directory itself, opened without following a symlink in its last part, and
 // created (0700) when it does not exist.
 int open_capture_root(const std::string& root) {
+  // The rule of `cujit repro --capture` and every --out: no link or directory of another
+  // user's on the way as written, and the directory itself owned by root or this user and
+  // writable by no one else; otherwise another user could take the scenario, or plant one
+  // where the message says to run it (red-team finding, 2026-11-28).
+  if (const auto refused = check_path_as_written(root)) fail(root + " " + refused->why);
   if (::mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) fail("cannot create " + root);
+  if (const auto refused = check_trusted_directory(root)) fail(refused->path + " " + refused->why);
   const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) fail("cannot open the directory " + root);
   return fd;

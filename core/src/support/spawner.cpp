@@ -18,6 +18,8 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <algorithm>
+#include <deque>
 #include <thread>
 
 extern char** environ;
@@ -431,29 +433,48 @@ std::optional<ExecutableRefusal> check_trusted_descriptor(int fd, const std::str
 
 namespace {
 
-// The walk of the check_trusted_*_as_written checks: every component of `path` as written
-// (not resolved) is a link owned by root or the caller, or a file or directory of the
-// ownership rules (a sticky directory allowed above the last). `whole`: the last component
-// must exist, be no link and not sticky-writable; otherwise the walk stops, content, at the
-// first component that does not exist yet (what the caller is about to create).
+// The walk of the check_trusted_*_as_written checks, the way the kernel walks the path:
+// component by component from the root (a relative path from the working directory), each
+// link followed where it stands (its owner judged first), and ".." taken from the directory
+// actually reached, never dropped lexically beforehand (a link of another user's followed
+// by ".." was skipped that way: red-team finding, 2026-11-28). Every directory passed
+// through follows the ownership rules (a sticky one such as /tmp allowed, except as the last
+// of a `whole` path), every link is owned by root or the caller. `whole`: the path must exist
+// to its end, and its end be a directory and no link; otherwise the walk stops, content, at
+// the first part that does not exist yet (what the caller is about to create), and the last
+// part, when it is no link, is the caller's to check (an O_NOFOLLOW open, a key file's rules).
 std::optional<ExecutableRefusal> walk_as_written(const std::string& path, bool whole) {
-  const std::filesystem::path written = std::filesystem::path(path).lexically_normal();
-  if (!written.is_absolute()) return refusal(ExecutableProblem::unreadable, path, "is not an absolute path");
-  std::filesystem::path prefix = written.root_path();
-  for (const std::filesystem::path& part : written.relative_path()) {
-    if (part.empty()) continue;
-    prefix /= part;
+  std::error_code error;
+  const std::filesystem::path given(path);
+  if (whole && !given.is_absolute()) return refusal(ExecutableProblem::unreadable, path, "is not an absolute path");
+  const std::filesystem::path written = given.is_absolute() ? given : std::filesystem::current_path(error) / given;
+  if (error) return refusal(ExecutableProblem::unreadable, path, "cannot be made absolute: " + error.message());
+  std::deque<std::filesystem::path> remaining;
+  const auto prepend = [&](const std::filesystem::path& parts) {
+    std::vector<std::filesystem::path> list;
+    for (const std::filesystem::path& part : parts.relative_path()) list.push_back(part);
+    remaining.insert(remaining.begin(), list.begin(), list.end());
+  };
+  prepend(written);
+  std::filesystem::path current = "/";  // a real directory: no link in it, no ".."
+  int links = 0;
+  while (!remaining.empty()) {
+    const std::filesystem::path part = remaining.front();
+    remaining.pop_front();
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      current = current.parent_path();
+      continue;
+    }
+    const std::filesystem::path next = current / part;
+    const bool last = std::all_of(remaining.begin(), remaining.end(),
+                                  [](const std::filesystem::path& p) { return p.empty() || p == "."; });
     struct stat info {};
-    if (::lstat(prefix.c_str(), &info) != 0) {
+    if (::lstat(next.c_str(), &info) != 0) {
       if (!whole && errno == ENOENT) return std::nullopt;
       return refusal(errno == ENOENT ? ExecutableProblem::missing : ExecutableProblem::unreadable, path,
-                     "has a part '" + prefix.string() + "' that cannot be examined: " + std::strerror(errno));
+                     "has a part '" + next.string() + "' that cannot be examined: " + std::strerror(errno));
     }
-    const bool last = prefix == written;
-    // What the caller is about to open itself (not whole): only the way to it is judged
-    // here. A link there is still one (the owner rule below; an O_NOFOLLOW open refuses it),
-    // and a device such as /dev/full or /dev/stdout is what it is.
-    if (!whole && last && !S_ISLNK(info.st_mode)) return std::nullopt;
     if (S_ISLNK(info.st_mode)) {
       // The build tree itself is a directory CMake made, never a link; one there now was
       // put in its place (as a stand-in for a gone tree, red-team finding F4).
@@ -462,13 +483,30 @@ std::optional<ExecutableRefusal> walk_as_written(const std::string& path, bool w
       }
       if (!trusted_owner(info.st_uid)) {
         return refusal(ExecutableProblem::untrusted_directory, path,
-                       "has a part '" + prefix.string() + "' that is a link owned by uid " +
+                       "has a part '" + next.string() + "' that is a link owned by uid " +
                            std::to_string(info.st_uid) + ", neither root nor this user");
       }
-    } else if (const auto why = ownership_problem(info, S_ISDIR(info.st_mode) && !(whole && last))) {
-      // The tree itself may not be sticky-writable either: others could add files to it.
-      return refusal(ExecutableProblem::untrusted_directory, path, "has a part '" + prefix.string() + "' that " + *why);
+      if (++links > 40) return refusal(ExecutableProblem::unreadable, path, "goes through more than 40 links");
+      std::array<char, 4096> target{};
+      const ssize_t size = ::readlink(next.c_str(), target.data(), target.size() - 1);
+      if (size < 0) {
+        return refusal(ExecutableProblem::unreadable, path,
+                       "has a link '" + next.string() + "' that cannot be read: " + std::strerror(errno));
+      }
+      const std::filesystem::path points_to(std::string(target.data(), static_cast<std::size_t>(size)));
+      if (points_to.is_absolute()) current = "/";
+      prepend(points_to);
+      continue;
     }
+    if (!whole && last) return std::nullopt;
+    if (const auto why = ownership_problem(info, S_ISDIR(info.st_mode) && !(whole && last))) {
+      // The tree itself may not be sticky-writable either: others could add files to it.
+      return refusal(ExecutableProblem::untrusted_directory, path, "has a part '" + next.string() + "' that " + *why);
+    }
+    if (!S_ISDIR(info.st_mode) && !last) {
+      return refusal(ExecutableProblem::unreadable, path, "has a part '" + next.string() + "' that is not a directory");
+    }
+    current = next;
   }
   return std::nullopt;
 }
