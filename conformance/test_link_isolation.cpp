@@ -132,7 +132,15 @@ TEST_P(IsolatedLinkWorker, ThatFailsIsALinkErrorNamingTheInputsAndTheCallerGoesO
   } catch (const LinkError& error) {
     EXPECT_EQ(error.kind(), ErrorKind::link);
     EXPECT_NE(error.message().find("mixed_kernel.ptx"), std::string::npos) << error.what();
-    EXPECT_NE(error.message().find(GetParam().expected), std::string::npos) << error.what();
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    // A sanitized worker's own SIGSEGV handler reports the fault and exits with a status of
+    // its own (CI's ASan lane: "exit status 1"): the error still says the worker failed.
+    const std::string expected = allocate || std::string(GetParam().seam) == "hang" ? GetParam().expected
+                                                                                      : "in a worker process failed: the worker";
+#else
+    const std::string expected = GetParam().expected;
+#endif
+    EXPECT_NE(error.message().find(expected), std::string::npos) << error.what();
     EXPECT_NE(error.component().find("cujit-compile-worker"), std::string::npos) << error.component();
   }
   // The caller goes on: the same link without the seam succeeds.
