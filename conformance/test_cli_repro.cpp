@@ -164,6 +164,16 @@ struct FakeStacks {
   }
   // set/repro/NAME.json, linking one inline PTX function (no device needed), with a CuPy
   // replay printing `outcome` and a numba-cuda replay; `expect` is cujit's expectation.
+  // `repro --all` over the set (`more` arguments after it): must exit 0; its verdicts.json.
+  nlohmann::json table(const std::vector<std::string>& more = {}) {
+    const auto out_dir = dir.path() / "out";
+    std::vector<std::string> args{"--all", (dir.path() / "set" / "repro").string()};
+    args.insert(args.end(), more.begin(), more.end());
+    args.insert(args.end(), {"--out", out_dir.string()});
+    const auto run = repro_with(args, env(), dir.path());
+    EXPECT_EQ(run.exit_code, 0) << run.all();
+    return nlohmann::json::parse(test::read_bytes(out_dir / "verdicts.json"));
+  }
   // `fields`: more of the file's top-level fields, each followed by a comma.
   std::filesystem::path scenario(const std::string& name, const std::string& outcome, const std::string& expect,
                                  const std::string& fields = "") {
@@ -226,10 +236,7 @@ TEST(CliReproTable, AllStacksWritesOneTableWhoseCellsLinkTheirLogs) {
   fake.scenario("a-fixed-upstream", "ok", R"({"outcome": "success"})");
   fake.scenario("b-still-broken-upstream", "link-error", R"({"outcome": "success"})");
   const auto out_dir = fake.dir.path() / "out";
-  const auto run = repro_with({"--all", (fake.dir.path() / "set" / "repro").string(), "--stacks", "--out", out_dir.string()},
-                              fake.env(), fake.dir.path());
-  EXPECT_EQ(run.exit_code, 0) << run.all();
-  const auto doc = nlohmann::json::parse(test::read_bytes(out_dir / "verdicts.json"));
+  const auto doc = fake.table({"--stacks"});
   EXPECT_EQ(doc["columns"], nlohmann::json({"cujit-nvjitlink", "cujit-driver", "numba-cuda", "cuda.core", "cupy"}));
   ASSERT_EQ(doc["rows"].size(), 2u);
   const auto& a = doc["rows"][0]["cells"];
@@ -281,11 +288,7 @@ TEST(CliReproTable, TheDriverCellSaysWhyItDidNotRun) {
   fake.scenario("a-lto-only", "ok", R"({"outcome": "success"})",
                 R"("driver_does_not_apply": "LTO-IR inputs: the driver linker takes none",)");
   fake.scenario("b-both", "ok", R"({"outcome": "success"})", R"("backend": "both",)");
-  const auto out_dir = fake.dir.path() / "out";
-  const auto run = repro_with({"--all", (fake.dir.path() / "set" / "repro").string(), "--out", out_dir.string()},
-                              fake.env(), fake.dir.path());
-  EXPECT_EQ(run.exit_code, 0) << run.all();
-  const auto doc = nlohmann::json::parse(test::read_bytes(out_dir / "verdicts.json"));
+  const auto doc = fake.table();
   ASSERT_EQ(doc["rows"].size(), 2u);
   const auto& lto_only = doc["rows"][0]["cells"];
   const auto& both = doc["rows"][1]["cells"];
@@ -299,7 +302,7 @@ TEST(CliReproTable, TheDriverCellSaysWhyItDidNotRun) {
     EXPECT_EQ(both["cujit-driver"]["verdict"], "needs a device");
     EXPECT_NE(both["cujit-driver"]["detail"].get<std::string>(), "");
   }
-  const std::string markdown = test::read_bytes(out_dir / "verdicts.md");
+  const std::string markdown = test::read_bytes(fake.dir.path() / "out" / "verdicts.md");
   EXPECT_NE(markdown.find("does not apply"), std::string::npos) << markdown;
 }
 

@@ -49,6 +49,10 @@ TEST(IsolatedLink, GivesWhatTheLinkInThisProcessGives) {
     const auto run = [&](bool isolated) {
       LinkOptions options = options_for(isolated, lto);
       options.compile.name_expressions = {"use_twice"};
+      // Typed flags travel to the worker (a lost one would change the cubin): a number, and
+      // with LTO a tristate (nvJitLink honours math flags only there); the others unset.
+      options.flags.max_registers = 32;
+      if (lto) options.flags.ftz = true;
       Linker linker(options, BuildCache::disabled());
       for (const LinkableCode& code : lto ? ltoir : ptx) linker.add(code);
       return linker.link();

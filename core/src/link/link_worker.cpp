@@ -36,36 +36,35 @@ std::string flag_text(bool value) { return value ? "1" : "0"; }
 std::string optional_text(const std::optional<unsigned>& value) { return value ? std::to_string(*value) : ""; }
 std::string optional_text(const std::optional<bool>& value) { return value ? flag_text(*value) : ""; }
 
-// Optional fields: "" is none. Each reader returns false for a field that is missing or
-// malformed, and leaves `out` alone then.
-bool read_unsigned(const Record& record, const std::string& field, std::optional<unsigned>& out) {
+// Optional fields: "" is none, else what `parse` makes of the text. False for a field that
+// is missing or malformed, and `out` is left alone then.
+template <class T, class Parse>
+bool read_optional(const Record& record, const std::string& field, std::optional<T>& out, Parse parse) {
   const auto at = record.find(field);
   if (at == record.end()) return false;
   if (at->second.empty()) {
     out.reset();
     return true;
   }
-  if (at->second.size() > 9 || at->second.find_first_not_of("0123456789") != std::string::npos) return false;
-  out = static_cast<unsigned>(std::stoul(at->second));
+  const std::optional<T> value = parse(at->second);
+  if (!value) return false;
+  out = *value;
   return true;
 }
 
-bool read_tristate(const Record& record, const std::string& field, std::optional<bool>& out) {
-  const auto at = record.find(field);
-  if (at == record.end()) return false;
-  if (at->second.empty()) {
-    out.reset();
-    return true;
-  }
-  if (at->second != "0" && at->second != "1") return false;
-  out = at->second == "1";
-  return true;
+std::optional<unsigned> parse_unsigned(const std::string& text) {
+  if (text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return static_cast<unsigned>(std::stoul(text));
+}
+
+std::optional<bool> parse_flag(const std::string& text) {
+  if (text != "0" && text != "1") return std::nullopt;
+  return text == "1";
 }
 
 std::optional<bool> read_flag(const Record& record, const std::string& field) {
   const auto at = record.find(field);
-  if (at == record.end() || (at->second != "0" && at->second != "1")) return std::nullopt;
-  return at->second == "1";
+  return at == record.end() ? std::nullopt : parse_flag(at->second);
 }
 
 std::optional<ErrorKind> parse_kind(std::string_view text) {
@@ -103,11 +102,11 @@ std::optional<LinkRequest> decode_link_request(std::string_view bytes) {
   const auto verbose = read_flag(*record, "verbose");
   LinkFlags& flags = options.flags;
   const bool optionals_sound =
-      read_unsigned(*record, "max_registers", flags.max_registers) &&
-      read_unsigned(*record, "optimization_level", flags.optimization_level) &&
-      read_unsigned(*record, "split_compile", flags.split_compile) && read_tristate(*record, "ftz", flags.ftz) &&
-      read_tristate(*record, "prec_div", flags.prec_div) && read_tristate(*record, "prec_sqrt", flags.prec_sqrt) &&
-      read_tristate(*record, "fma", flags.fma);
+      read_optional(*record, "max_registers", flags.max_registers, parse_unsigned) &&
+      read_optional(*record, "optimization_level", flags.optimization_level, parse_unsigned) &&
+      read_optional(*record, "split_compile", flags.split_compile, parse_unsigned) &&
+      read_optional(*record, "ftz", flags.ftz, parse_flag) && read_optional(*record, "prec_div", flags.prec_div, parse_flag) &&
+      read_optional(*record, "prec_sqrt", flags.prec_sqrt, parse_flag) && read_optional(*record, "fma", flags.fma, parse_flag);
   auto kernels_used = get_record_list(*record, "kernels_used");
   auto variables_used = get_record_list(*record, "variables_used");
   auto ptxas_options = get_record_list(*record, "ptxas_options");
